@@ -1,0 +1,1 @@
+"""The contract engine: Python-authored checks, answer-blind repairs, structural equivalence, CoT."""

@@ -1,0 +1,1 @@
+"""or-flywheel: a solver-grounded data flywheel for OR modeling."""

@@ -1,0 +1,80 @@
+"""The ``flywheel`` command line. Each ``flywheel/commands/<noun>.py`` registers its own commands.
+
+User errors (``FlywheelError``) print one line and exit 2; anything else is an internal fault (exit 1), with
+the traceback only under ``--debug``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+from solvers.errors import FlywheelError
+
+# Command modules, in the order their commands appear in --help. Each defines register(app: typer.Typer).
+COMMAND_MODULES = ("round", "sql", "sandbox", "contracts", "store", "datasets", "policy", "train", "kernels",
+                   "evaluate", "report", "config")
+
+app = typer.Typer(
+    name="flywheel",
+    help="or-flywheel: solver-verified OR data, policies, contracts, training and evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    if debug:
+        os.environ["FLYWHEEL_DEBUG"] = "1"
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"flywheel.commands.{name}")
+        except ModuleNotFoundError as exc:  # a command module not written yet must not break the others
+            if exc.name == f"flywheel.commands.{name}":
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    debug = "--debug" in sys.argv or os.environ.get("FLYWHEEL_DEBUG") == "1"
+    try:
+        app(standalone_mode=False)
+    except FlywheelError as exc:
+        if debug:
+            err_console.print_exception()
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("aborted")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's usage errors are handled inside; this is an internal fault
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        if debug:
+            err_console.print_exception()
+        err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug)")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

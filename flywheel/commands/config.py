@@ -1,0 +1,34 @@
+"""``flywheel config show``: every setting with its resolved value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flywheel.config import load_config, show_config
+
+
+def register(app: typer.Typer) -> None:
+    config_app = typer.Typer(help="Inspect configuration.", no_args_is_help=True)
+
+    @config_app.command("show")
+    def show(
+        config: Path | None = typer.Option(None, "--config", help="TOML file to resolve."),
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Print every setting with its resolved value (defaults included)."""
+        data = show_config(load_config(config))
+        if fmt == "json":
+            typer.echo(json.dumps(data, indent=2))
+            return
+        table = Table("key", "value")
+        for section, values in data.items():
+            for key, value in values.items():
+                table.add_row(f"{section}.{key}", json.dumps(value))
+        Console().print(table)
+
+    app.add_typer(config_app, name="config")

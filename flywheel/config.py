@@ -1,0 +1,103 @@
+"""TOML configuration validated by pydantic. Every default is visible (``flywheel config show``) and an unknown
+key is an error that names the file, the key and the nearest valid one."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from solvers.errors import ConfigError, nearest
+
+SOLVER_APIS = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoundSection(_Section):
+    problems: int = Field(200, gt=0, description="problems to generate")
+    families: list[str] = Field(default_factory=list, description="families to draw from; empty = all")
+    seed: int = Field(0, ge=0, description="round seed; problem i gets a seed derived from (seed, i)")
+    difficulty: int | None = Field(None, ge=1, le=5, description="fixed difficulty; None = drawn per problem")
+    infeasible_share: float = Field(0.05, ge=0, le=1, description="share of deliberately infeasible instances")
+    api: str = Field("rotate", description="solver API of reference programs, or 'rotate' across all five")
+    workers: int | None = Field(None, gt=0, description="parallel workers; None = number of cores")
+
+
+class StoreSection(_Section):
+    path: str = Field("flywheel-store", description="store directory")
+
+
+class SandboxSection(_Section):
+    timeout_s: float = Field(20.0, gt=0, description="wall-clock limit per program")
+    cpu_s: float = Field(20.0, gt=0, description="CPU-seconds limit per program")
+    memory_mb: int = Field(2048, gt=0, description="memory cap per program")
+    license_file: str | None = Field(None, description="full solver licence file mounted read-only")
+
+
+class FlywheelConfig(_Section):
+    round: RoundSection = Field(default_factory=RoundSection)
+    store: StoreSection = Field(default_factory=StoreSection)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError("file not found", culprit=str(p)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"malformed TOML: {exc}", culprit=str(p)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", culprit=str(p)) from None
+
+
+def validate(model: type[M], data: dict[str, Any], source: str) -> M:
+    """Validate ``data`` against ``model``; the error names the file, the dotted key and the nearest valid key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(x) for x in err["loc"]]
+        key = ".".join(loc)
+        if err["type"] == "extra_forbidden":
+            valid = _fields_at(model, loc[:-1])
+            hint = nearest(loc[-1], valid)
+            did = f"; did you mean {'.'.join([*loc[:-1], hint])!r}?" if hint else ""
+            raise ConfigError(f"unknown key {key!r}{did} (valid: {', '.join(valid)})", culprit=source) from None
+        raise ConfigError(f"{key}: {err['msg']}", culprit=source) from None
+
+
+def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
+    current: Any = model
+    for part in path:
+        field = current.model_fields.get(part)
+        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+            return []
+        current = field.annotation
+    return list(current.model_fields)
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> FlywheelConfig:
+    """Defaults, then the TOML file (if any), then command-line overrides (None values are ignored)."""
+    data: dict[str, Any] = load_toml(path) if path else {}
+    for section, values in (overrides or {}).items():
+        clean = {k: v for k, v in values.items() if v is not None}
+        if clean:
+            data.setdefault(section, {})
+            if not isinstance(data[section], dict):
+                raise ConfigError(f"{section!r} must be a table", culprit=str(path))
+            data[section] = {**data[section], **clean}
+    return validate(FlywheelConfig, data, str(path) if path else "command line")
+
+
+def show_config(config: BaseModel) -> dict[str, Any]:
+    return config.model_dump(mode="json")

@@ -1,0 +1,1 @@
+"""Verified OR problem generators: one module per family, registered by name."""

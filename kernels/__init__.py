@@ -1,0 +1,1 @@
+"""Fused training kernels and the kernel tuner."""

@@ -1,0 +1,174 @@
+"""Frozen records that cross stage boundaries.
+
+Every record is a frozen pydantic v2 model with explicit field types. Ids are content hashes of the canonical
+JSON, so the same input always gets the same id. These records live in ``solvers/`` because the generators,
+the sandbox, the contracts and the store all read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solvers.ir import Model
+
+
+class Record(BaseModel):
+    """Base of every boundary record: immutable, no unknown fields, canonical JSON and a content hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def canonical_json(self) -> str:
+        """Deterministic JSON: sorted keys, no whitespace; the same record always gives the same bytes."""
+        return canonical_json(self.model_dump(mode="json"))
+
+    def content_hash(self, length: int = 16) -> str:
+        return content_hash(self.canonical_json(), length)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def content_hash(text: str | bytes, length: int = 16) -> str:
+    """A short sha256 hex digest: the id scheme used for problems, attempts and samples."""
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()[:length]
+
+
+class SolveStatus(StrEnum):
+    """What a solver concluded. Normalised across every solver API."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INF_OR_UNBD = "inf_or_unbd"
+    TIME_LIMIT_WITH_SOLUTION = "time_limit_with_solution"
+    TIME_LIMIT_NO_SOLUTION = "time_limit_no_solution"
+    NUMERIC = "numeric"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    LICENSE_LIMIT = "license_limit"
+
+
+class ExecStatus(StrEnum):
+    """The failure taxonomy of one program execution. Stable: stored with every execution.
+
+    ``sandbox_error`` is infrastructure (retried, never counted against a model).
+    """
+
+    OK = "ok"
+    NO_CODE = "no_code"
+    SYNTAX_ERROR = "syntax_error"
+    IMPORT_ERROR = "import_error"
+    LICENSE_LIMIT = "license_limit"
+    MODEL_BUILD_ERROR = "model_build_error"
+    RUNTIME_ERROR = "runtime_error"
+    NO_SOLVE_CALL = "no_solve_call"
+    SOLVER_INFEASIBLE = "solver_infeasible"
+    SOLVER_UNBOUNDED = "solver_unbounded"
+    SOLVER_NUMERIC = "solver_numeric"
+    TIMEOUT_CPU = "timeout_cpu"
+    TIMEOUT_WALL = "timeout_wall"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    TAMPERED = "tampered"
+    SANDBOX_ERROR = "sandbox_error"
+
+
+class SolverRun(Record):
+    """One ground-truth solve of an IR by one solver."""
+
+    solver: str  # e.g. "highs", "gurobi", "scip", "cp-sat"
+    version: str
+    status: SolveStatus
+    objective: float | None = None
+    solution: dict[str, float] = Field(default_factory=dict)
+    solve_time_s: float = 0.0
+    message: str = ""
+
+
+class GroundTruth(Record):
+    """The verified answer of a problem: two independent solvers that agree, or a dispute."""
+
+    status: SolveStatus
+    objective: float | None = None
+    solution: dict[str, float] = Field(default_factory=dict)
+    runs: tuple[SolverRun, ...] = ()
+    disputed: bool = False
+    dispute_reason: str = ""
+    # |a - b| <= atol + rtol * max(|a|, |b|) decides agreement between the two solvers; stored for lineage.
+    agreement_rtol: float = 1e-6
+    agreement_atol: float = 1e-6
+
+
+class Problem(Record):
+    """A generated (or imported) OR problem with its model, text and verified ground truth."""
+
+    problem_id: str
+    family: str
+    generator_version: str
+    generator_code_hash: str
+    seed: int
+    difficulty: int
+    params: dict[str, Any]
+    question: str
+    ir: Model | None
+    formulation: str = ""
+    reference_programs: dict[str, str] = Field(default_factory=dict)  # api -> program text
+    ground_truth: GroundTruth | None = None
+    infeasible_by_design: bool = False
+    label_source: str = "generator"  # generator | benchmark | teacher | self
+    template_id: str = ""
+    domain: str = ""
+
+
+class SolveCall(Record):
+    """What one solver call inside a program really did, captured by instrumentation (never stdout)."""
+
+    api: str  # gurobipy | pyomo | ortools | coptpy | docplex | highspy | pulp
+    solver: str = ""
+    solver_version: str = ""
+    status: SolveStatus
+    objective: float | None = None
+    bound: float | None = None
+    mip_gap: float | None = None
+    solution: dict[str, float] = Field(default_factory=dict)
+    n_vars: int = 0
+    n_int_vars: int = 0
+    n_bin_vars: int = 0
+    n_constraints: int = 0
+    solve_time_s: float = 0.0
+    model_mps: str | None = None  # the model the program built, for structural checks
+    sense: str | None = None  # "minimize" | "maximize" where known
+
+
+class Execution(Record):
+    """The outcome of running one program in the sandbox."""
+
+    program_id: str
+    status: ExecStatus
+    solves: tuple[SolveCall, ...] = ()
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    max_rss_mb: float = 0.0
+    error: str = ""  # one-line explanation of a non-ok status
+    isolation: str = ""  # what isolation was in force (e.g. "bwrap+netns+seccomp+cgroup"), for lineage
+
+    @property
+    def final_solve(self) -> SolveCall | None:
+        """The last solve call: the one whose result a program reports."""
+        return self.solves[-1] if self.solves else None
+
+    @property
+    def objective(self) -> float | None:
+        final = self.final_solve
+        return final.objective if final else None

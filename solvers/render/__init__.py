@@ -1,0 +1,1 @@
+"""Renderers: IR -> idiomatic program text per solver API, and IR -> five-element formulation text."""

@@ -1,0 +1,1 @@
+"""The trainer and launcher: CPT and SFT on curated shards (CPU / CUDA / Ascend NPU)."""
