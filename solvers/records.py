@@ -172,3 +172,20 @@ class Execution(Record):
     def objective(self) -> float | None:
         final = self.final_solve
         return final.objective if final else None
+
+
+class Attempt(Record):
+    """One program that claims to solve a problem: a generator's reference program or a policy's response."""
+
+    attempt_id: str  # content hash of (problem_id, policy, prompt hash, sample index, response)
+    problem_id: str
+    round: int = 0
+    policy: str = "reference"  # "reference" for generator programs, else the policy spec string
+    api: str = ""  # target solver API
+    response: str = ""  # the full response text (may hold markdown and reasoning)
+    code: str = ""  # the extracted program
+    sample_index: int = 0
+    prompt_template: str = ""
+    prompt_hash: str = ""
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    label_source: str = "generator"  # generator | benchmark | teacher | self
