@@ -301,6 +301,10 @@ def _to_mps(m: Model) -> str:
             lines.append(f" LO BND {v.name} {v.lb!r}")
         if v.ub is not None:
             lines.append(f" UP BND {v.name} {v.ub!r}")
+        elif v.vtype == VarType.INTEGER:
+            # MPS readers (HiGHS among them) give an integer column inside MARKERs a default upper bound of 1;
+            # PL states the +inf upper bound explicitly.
+            lines.append(f" PL BND {v.name}")
     if m.objective.quadratic:
         # QUADOBJ holds Q of the objective 0.5 x'Qx: a term c*x_i*x_j (i != j) is Q_ij = Q_ji = c,
         # and c*x_i^2 is Q_ii = 2c. Only the lower triangle is listed.
