@@ -1,0 +1,41 @@
+"""Small phrasing helpers shared by the family modules (lists in prose, Markdown tables, entity names).
+
+The leading underscore keeps ``family_names()`` from importing this module as a family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from solvers.ir import number_text
+
+
+def join(items: Sequence[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``: a list as a person writes it."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table; numbers are written with ``number_text`` so integers carry no ``.0``."""
+
+    def cell(x: object) -> str:
+        return number_text(x) if isinstance(x, (int, float)) else str(x)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def names(pool: Sequence[str], n: int, stem: str) -> list[str]:
+    """The first ``n`` names of ``pool``, continued as ``stem<k>`` when the pool runs out (always identifiers)."""
+    out = list(pool[:n])
+    out += [f"{stem}{k}" for k in range(len(out) + 1, n + 1)]
+    return out
+
+
+def money(x: float, currency: str) -> str:
+    """``$12`` for dollars, ``12 EUR`` / ``12 cents`` otherwise."""
+    return f"${number_text(x)}" if currency == "$" else f"{number_text(x)} {currency}"

@@ -1,0 +1,118 @@
+"""Multi-dimensional knapsack (IP, binary): pick items of greatest total value within several capacity limits.
+
+One item is mandatory (a customer order, a committed project) and always fits on its own. Infeasible variant: more
+items become mandatory than the first capacity can hold together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+# Per domain: the container, item names, the value unit, and each limited dimension's unit.
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "cargo flight": {
+        "what": "a cargo plane", "item": "shipment", "value": "revenue in $",
+        "items": ["Medicine", "Electronics", "Flowers", "Seafood", "Machinery", "Textiles", "Mail", "Wine",
+                  "Books", "Toys", "Tools", "Cameras", "Parts", "Paper", "Glass", "Tyres", "Coffee", "Tea",
+                  "Shoes", "Spices", "Watches", "Drones"],
+        "dims": {"Weight": "kg", "Volume": "cubic feet", "Pallets": "pallet slots", "Hazard": "hazard points"},
+    },
+    "project portfolio": {
+        "what": "an R&D department", "item": "project", "value": "expected benefit in k$",
+        "items": ["Chatbot", "Robotics", "Solar", "Battery", "Drone", "Sensor", "Vaccine", "Biochip", "Quantum",
+                  "Cloud", "Mobile", "Security", "Analytics", "Printing3D", "Hydrogen", "Recycling", "Satellite",
+                  "Compiler", "Genomics", "Lidar", "Storage", "Payments"],
+        "dims": {"Budget": "k$", "Engineers": "engineer-months", "LabTime": "lab days", "Managers": "manager-weeks"},
+    },
+    "hiking trip": {
+        "what": "a hiker's backpack", "item": "piece of gear", "value": "usefulness points",
+        "items": ["Tent", "Stove", "Camera", "Book", "Jacket", "Rope", "Lamp", "Filter", "Binoculars", "Chair",
+                  "Hammock", "Kite", "Radio", "Speaker", "Tripod", "Guitar", "Snacks", "Map", "Compass", "Knife",
+                  "Poles", "Sandals"],
+        "dims": {"Weight": "grams", "Volume": "litres", "Cost": "dollars", "Straps": "strap slots"},
+    },
+}
+
+
+@register
+class MultiKnapsack(Family):
+    name = "multi_knapsack"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        vocab = _DOMAINS[domain]
+        items = names(vocab["items"], 2 + 4 * difficulty, "Item")
+        dims = list(vocab["dims"])[: 1 + (difficulty + 1) // 2]
+        value = {i: int(rng.integers(10, 100)) for i in items}
+        weight = {d: {i: int(rng.integers(1, 50)) for i in items} for d in dims}
+        # Capacity is 30-60% of the total, so roughly half the items fit: a real choice in every dimension.
+        capacity = {d: max(max(weight[d].values()), int(sum(weight[d].values()) * rng.uniform(0.3, 0.6)))
+                    for d in dims}
+        mandatory = [items[int(rng.integers(len(items)))]]
+        return {"items": items, "dims": dims, "value": value, "weight": weight, "capacity": capacity,
+                "mandatory": mandatory}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        # Make the heaviest items (first dimension) mandatory until together they overflow that capacity.
+        first = data["dims"][0]
+        heavy = sorted(data["items"], key=lambda i: (-data["weight"][first][i], i))
+        chosen: list[str] = []
+        for i in heavy:
+            chosen.append(i)
+            if sum(data["weight"][first][j] for j in chosen) > data["capacity"][first]:
+                break
+        return {**data, "mandatory": sorted(chosen, key=data["items"].index)}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("multi_knapsack")
+        items = b.add_set("items", data["items"], "candidate items")
+        dims = b.add_set("dimensions", data["dims"], "limited capacities")
+        b.add_param("value", data["value"], ("items",), "value units", "value of taking an item")
+        b.add_param("weight", {(d, i): data["weight"][d][i] for d in dims for i in items}, ("dimensions", "items"),
+                    "capacity units", "capacity an item uses")
+        b.add_param("capacity", data["capacity"], ("dimensions",), "capacity units", "capacity available")
+        take = b.add_vars("take", ("items",), VarType.BINARY, description="1 if the item is selected")
+        b.con_group("capacity", ("dimensions",), "selected items fit in every dimension")
+        for d in dims:
+            b.add_constr("capacity", (d,), [(take[(i,)], data["weight"][d][i]) for i in items], "<=",
+                         data["capacity"][d])
+        b.con_group("mandatory", ("items",), "mandatory items must be selected")
+        for i in data["mandatory"]:
+            b.add_constr("mandatory", (i,), [(take[(i,)], 1)], "==", 1)
+        b.set_objective("maximize", [(take[(i,)], data["value"][i]) for i in items], description="total value")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        items, dims, unit = data["items"], data["dims"], v["dims"]
+        values = ", ".join(f"{i} {n(data['value'][i])}" for i in items)
+        caps = ", ".join(f"{n(data['capacity'][d])} {unit[d]} of {d}" for d in dims)
+        uses = "; ".join(f"{i} uses " + ", ".join(f"{n(data['weight'][d][i])} {unit[d]}" + (f" of {d}" if len(dims) > 1
+                                                   else "") for d in dims) for i in items)
+        must = join(data["mandatory"])
+        if template == 0:
+            return (f"Choose which items to pack into {v['what']}. Each {v['item']} is either taken whole or left "
+                    f"behind. Values ({v['value']}): {values}. Requirements: {uses}. The limits are {caps}. "
+                    f"{must} must be included. Maximise the total value.")
+        if template == 1:
+            return (f"Select a subset of {join(items)} for {v['what']} ({domain}) with the largest total "
+                    f"{v['value']}: {values}. Resource use per {v['item']}: {uses}. Capacities: {caps}. "
+                    f"It is required to take {must}. No partial selections.")
+        if template == 2:
+            header = [v["item"].capitalize(), f"Value ({v['value']})"] + [f"{d} ({unit[d]})" for d in dims]
+            rows = [[i, data["value"][i]] + [data["weight"][d][i] for d in dims] for i in items]
+            return (f"A {domain} planning problem.\n\n{table(header, rows)}\n\nAvailable: {caps}. {must} is "
+                    "mandatory. Pick items (all or nothing) to maximise total value without exceeding any limit.")
+        return (f"Given limits of {caps}, which {v['item']}s should go into {v['what']}? Taking one earns "
+                f"{values} respectively and consumes {uses}. Include {must} no matter what. Each {v['item']} is a "
+                "yes/no choice; maximise the total value.")
