@@ -1,0 +1,1 @@
+"""Curation: dedup (exact, near-duplicate, structural), benchmark decontamination, and export to training shards."""
