@@ -1,0 +1,203 @@
+"""Shards in, packed rows out.
+
+Shards are what the store exports (the trainer reads files only, never the store): a directory with
+``train.parquet`` / ``val.parquet`` and ``manifest.json``; CPT rows carry ``text``, SFT rows carry ``messages``.
+
+Packing. Documents are laid end to end into rows of ``seq_len`` tokens. Each document gets position ids 0, 1, ...
+so the attention layer sees where one ends and the next begins: transformers builds a block-diagonal causal mask
+from position ids that restart (``masking_utils.find_packed_sequence_indices``; the varlen flash-attention path
+reads the same ids on CUDA), which is why the loop always passes ``attention_mask=None`` and ``use_cache=False``.
+Targets are shifted inside each document (the last token of a document predicts nothing), and an SFT document's
+targets are kept only where the predicted token belongs to an assistant turn. A document that does not fit in a
+row's remaining space starts the next row (the gap is padding: its own position run, no targets). A CPT document
+longer than a row is cut into row-sized pieces, each its own document; an SFT document is truncated (counted).
+
+Mixtures. Each source is packed separately (a row never mixes sources); a step's rows are drawn from the sources by
+weight with a generator seeded from (seed, step), and each source walks its own shuffled row order epoch after
+epoch. The whole data position is therefore a few integers (``state_dict``), which is what resume saves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+
+from solvers.errors import ConfigError
+from training.tokenizer import BOS, render_chat
+
+IGNORE = -100
+
+
+@dataclass
+class Document:
+    ids: list[int]
+    targets_mask: list[bool]  # per token: does the loss include predicting this token?
+
+
+@dataclass
+class Packed:
+    """Rows of packed documents: ``input_ids``, ``position_ids``, ``labels`` (shifted targets, -100 = no loss)."""
+
+    input_ids: torch.Tensor
+    position_ids: torch.Tensor
+    labels: torch.Tensor
+    truncated: int = 0
+    documents: int = 0
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def read_rows(shard_dir: str | Path, split: str) -> list[dict[str, Any]]:
+    """Rows of one split of a shard directory (``train`` or ``val``)."""
+    path = Path(shard_dir) / f"{split}.parquet"
+    if not path.is_file():
+        raise ConfigError(f"shard has no {split}.parquet", culprit=str(shard_dir))
+    return pq.read_table(path).to_pylist()
+
+
+def read_manifest(shard_dir: str | Path) -> dict[str, Any]:
+    path = Path(shard_dir) / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def tokenize_row(row: dict[str, Any], tokenizer: Any) -> Document:
+    """A CPT row (``text``: every token is a target) or an SFT row (``messages``: assistant tokens only)."""
+    if row.get("messages"):
+        text, spans = render_chat(list(row["messages"]))
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        keep = [any(a <= start < b for a, b in spans) for start, _ in enc["offset_mapping"]]
+        return Document([tokenizer.convert_tokens_to_ids(BOS), *enc["input_ids"]], [False, *keep])
+    if "text" in row and row["text"] is not None:
+        ids = tokenizer(row["text"], add_special_tokens=False)["input_ids"]
+        bos, eos = tokenizer.convert_tokens_to_ids(BOS), tokenizer.eos_token_id
+        return Document([bos, *ids, eos], [False] + [True] * (len(ids) + 1))
+    raise ConfigError("row has neither 'text' nor 'messages'", culprit=str(row.get("problem_id", "?")))
+
+
+def pack(docs: Sequence[Document], seq_len: int, pad_id: int, split_long: bool) -> Packed:
+    """Pack ``docs`` in order into rows of ``seq_len`` (see the module docstring for the rules)."""
+    pieces: list[Document] = []
+    truncated = 0
+    for doc in docs:
+        if len(doc.ids) <= seq_len:
+            pieces.append(doc)
+        elif split_long:
+            pieces += [Document(doc.ids[i:i + seq_len], doc.targets_mask[i:i + seq_len])
+                       for i in range(0, len(doc.ids), seq_len)]
+        else:
+            truncated += 1
+            pieces.append(Document(doc.ids[:seq_len], doc.targets_mask[:seq_len]))
+    rows: list[tuple[list[int], list[int], list[int]]] = []
+    ids: list[int] = []
+    pos: list[int] = []
+    lab: list[int] = []
+
+    def close() -> None:
+        gap = seq_len - len(ids)
+        rows.append((ids + [pad_id] * gap, pos + list(range(gap)), lab + [IGNORE] * gap))
+
+    for doc in pieces:
+        if len(doc.ids) < 2:
+            continue
+        if len(ids) + len(doc.ids) > seq_len:
+            close()
+            ids, pos, lab = [], [], []
+        n = len(doc.ids)
+        ids += doc.ids
+        pos += list(range(n))
+        lab += [doc.ids[i + 1] if doc.targets_mask[i + 1] else IGNORE for i in range(n - 1)] + [IGNORE]
+    if ids:
+        close()
+    if not rows:
+        raise ConfigError("no document with at least two tokens to pack", culprit="data")
+    t = torch.tensor(rows, dtype=torch.long)
+    return Packed(t[:, 0].contiguous(), t[:, 1].contiguous(), t[:, 2].contiguous(), truncated, len(pieces))
+
+
+@dataclass
+class Source:
+    name: str
+    path: str
+    weight: float
+    train: Packed
+    val: Packed
+
+
+def load_source(path: str, name: str, weight: float, tokenizer: Any, seq_len: int, val_rows: int) -> Source:
+    train_rows = read_rows(path, "train")
+    val_rows_data = read_rows(path, "val")
+    split_long = not any(r.get("messages") for r in train_rows[:50])
+    pad = tokenizer.pad_token_id
+    train = pack([tokenize_row(r, tokenizer) for r in train_rows], seq_len, pad, split_long)
+    val = pack([tokenize_row(r, tokenizer) for r in val_rows_data], seq_len, pad, split_long)
+    val = Packed(val.input_ids[:val_rows], val.position_ids[:val_rows], val.labels[:val_rows],
+                 val.truncated, val.documents)
+    return Source(name or Path(path).name, path, weight, train, val)
+
+
+@dataclass
+class Mixture:
+    """Draws a step's rows from the sources by weight; resumable from ``state_dict``."""
+
+    sources: list[Source]
+    seed: int
+    cursor: dict[str, list[int]] = field(default_factory=dict)  # name -> [epoch, index]
+
+    def __post_init__(self) -> None:
+        for s in self.sources:
+            self.cursor.setdefault(s.name, [0, 0])
+
+    def set_weights(self, weights: dict[str, float]) -> None:
+        for s in self.sources:
+            s.weight = weights.get(s.name, 0.0)
+
+    def _order(self, index: int, epoch: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, index, epoch])
+        return rng.permutation(len(self.sources[index].train))
+
+    def next_batch(self, step: int, rows: int) -> Packed:
+        """The ``rows`` rows of optimizer step ``step`` (the same rows for the same step and cursor state)."""
+        weights = np.array([s.weight for s in self.sources], dtype=np.float64)
+        if weights.sum() <= 0:
+            raise ConfigError("every data source has weight 0", culprit="data.sources")
+        choice = np.random.default_rng([self.seed, 1_000_003, step]).choice(
+            len(self.sources), size=rows, p=weights / weights.sum())
+        picked: list[tuple[int, int]] = []
+        for k in choice:
+            src = self.sources[int(k)]
+            epoch, idx = self.cursor[src.name]
+            order = self._order(int(k), epoch)
+            picked.append((int(k), int(order[idx])))
+            idx += 1
+            if idx == len(order):
+                epoch, idx = epoch + 1, 0
+            self.cursor[src.name] = [epoch, idx]
+        parts = [(self.sources[k].train, r) for k, r in picked]
+        return Packed(
+            torch.stack([p.input_ids[r] for p, r in parts]),
+            torch.stack([p.position_ids[r] for p, r in parts]),
+            torch.stack([p.labels[r] for p, r in parts]),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"cursor": {k: list(v) for k, v in self.cursor.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.cursor = {k: list(v) for k, v in state["cursor"].items()}
+
+
+def corpus_texts(paths: Sequence[str]) -> list[str]:
+    """Every train-split text of the shards, as the tokenizer trainer sees it (chat rows rendered)."""
+    texts: list[str] = []
+    for path in paths:
+        for row in read_rows(path, "train"):
+            texts.append(render_chat(list(row["messages"]))[0] if row.get("messages") else str(row.get("text", "")))
+    return texts

@@ -1,0 +1,106 @@
+"""Model FLOPs per token, device peak FLOPs, and MFU.
+
+FLOPs per trained token = 6 x N_active + 12 x L x H x d_head x S
+
+* 6 x N_active: every matmul weight W (d_in x d_out) costs 2 d_in d_out FLOPs per token forward (a multiply and an
+  add per weight) and twice that backward (gradient w.r.t. the input and w.r.t. the weight): 6 per weight. Only
+  *active* weights count: attention and dense MLP projections, routers, shared experts and the LM head fully; routed
+  expert weights x (top_k / n_experts), since each token visits top_k of them. The embedding is a lookup, not a
+  matmul, and norms are O(d): both are left out (the PaLM / Megatron convention).
+* 12 x L x H x d_head x S: per layer, QK^T and attention x V are each 2 x S x H x d_head FLOPs per query token
+  forward, x 3 for forward + backward = 12 L H d_head S. S is the row length (the convention counts the full square
+  even though causal masking and packing skip part of it, so MFU is comparable across papers and runs).
+
+MFU = achieved FLOPs/s / peak FLOPs/s. Peak comes from a device table (dense bf16 tensor-core figures from vendor
+data sheets) or, on CPU, from a matmul measured on this machine in the run's dtype.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+# Dense (no sparsity) bf16 peak FLOPs/s per device, from vendor data sheets.
+PEAK_FLOPS: dict[str, float] = {
+    "A100": 312e12,      # NVIDIA A100 SXM/PCIe, bf16 tensor core
+    "H100": 989e12,      # NVIDIA H100 SXM, bf16 dense
+    "H200": 989e12,      # NVIDIA H200: H100 compute, more HBM
+    "Ascend910B": 313e12,  # Huawei Ascend 910B (910B3-class), fp16/bf16 cube
+    "Ascend910C": 752e12,  # Huawei Ascend 910C: two 910B-class dies per package
+}
+
+_cpu_peak_cache: dict[str, float] = {}
+
+
+def _attn_dims(config: Any) -> tuple[int, int, int]:
+    layers = int(config.num_hidden_layers)
+    heads = int(config.num_attention_heads)
+    # DeepSeek-V3 MLA: scores use qk_nope + qk_rope dims, values v_head_dim; take the query/key width for both
+    # terms (QK^T) and the value width for AV, averaged, which is exact when they are equal.
+    if hasattr(config, "qk_rope_head_dim") and getattr(config, "qk_nope_head_dim", None) is not None:
+        qk = int(config.qk_rope_head_dim + config.qk_nope_head_dim)
+        return layers, heads, (qk + int(config.v_head_dim)) // 2
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return layers, heads, int(head_dim)
+
+
+def active_matmul_params(model: nn.Module) -> float:
+    """Matmul weights a token passes through (routed experts scaled by top_k / n_experts); see module docstring."""
+    config = model.config
+    n_experts = getattr(config, "num_experts", None) or getattr(config, "n_routed_experts", None)
+    top_k = getattr(config, "num_experts_per_tok", None)
+    total = 0.0
+    for name, p in model.named_parameters():
+        if p.dim() < 2 or "embed_tokens" in name:
+            continue
+        numel = float(p.numel())
+        if n_experts and top_k and ".experts." in f"{name}." and ".shared_experts" not in name:
+            numel *= top_k / n_experts
+        total += numel
+    return total
+
+
+def flops_per_token(model: nn.Module, seq_len: int) -> float:
+    layers, heads, head_dim = _attn_dims(model.config)
+    return 6.0 * active_matmul_params(model) + 12.0 * layers * heads * head_dim * seq_len
+
+
+def measure_cpu_peak(dtype: torch.dtype = torch.float32, size: int = 512, repeats: int = 10) -> float:
+    """Best observed FLOPs/s of a square matmul on this CPU in ``dtype`` (cached per dtype for the process).
+
+    The best of several repeats, not the mean: peak means what the hardware can do when nothing else runs, and on a
+    shared machine the mean mostly measures the neighbours.
+    """
+    key = str(dtype)
+    if key not in _cpu_peak_cache:
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(size, size, generator=g).to(dtype)
+        b = torch.randn(size, size, generator=g).to(dtype)
+        torch.mm(a, b)
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - t0)
+        _cpu_peak_cache[key] = 2.0 * size**3 / best
+    return _cpu_peak_cache[key]
+
+
+def device_peak(device: str, dtype: torch.dtype) -> tuple[float, str]:
+    """(peak FLOPs/s, where it came from) for the device a run trains on."""
+    if device == "cuda" and torch.cuda.is_available():
+        name = torch.cuda.get_device_name()
+        for key, value in PEAK_FLOPS.items():
+            if key in name.replace(" ", ""):
+                return (value if dtype == torch.bfloat16 else value / 2), f"table:{key}"
+    if device == "npu":
+        # Not executed here (no Ascend device on this machine): torch_npu exposes the SoC name this way.
+        import torch_npu  # noqa: F401
+
+        name = torch.npu.get_device_name()  # type: ignore[attr-defined]
+        key = "Ascend910C" if "910C" in name or "910_93" in name else "Ascend910B"
+        return PEAK_FLOPS[key], f"table:{key}"
+    return measure_cpu_peak(dtype), f"measured:cpu-{str(dtype).removeprefix('torch.')}-matmul"

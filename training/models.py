@@ -1,0 +1,95 @@
+"""Model construction: tiny configs for CPU (a registry of transformers config builders) or a local HF checkpoint.
+
+The tiny configs are sized for the end-to-end demo (issue 9): rotary positions (all four families use RoPE), a
+small vocabulary with per-digit tokens, 2 layers at hidden 64, so that thousands of small optimizer steps fit in CPU
+minutes. ``max_position_embeddings`` only bounds the RoPE cache; packed rows reset positions at every document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    DeepseekV3Config,
+    LlamaConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+    Qwen3Config,
+    Qwen3MoeConfig,
+)
+
+from solvers.errors import ConfigError, unknown_name
+
+TINY_CONFIGS: dict[str, Callable[[int, dict[str, Any]], PretrainedConfig]] = {}
+
+
+def tiny(name: str) -> Callable[[Callable[[int, dict[str, Any]], PretrainedConfig]], Callable[..., PretrainedConfig]]:
+    def deco(fn: Callable[[int, dict[str, Any]], PretrainedConfig]) -> Callable[..., PretrainedConfig]:
+        TINY_CONFIGS[name] = fn
+        return fn
+    return deco
+
+
+_COMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=4096,
+               rope_theta=10000.0, tie_word_embeddings=False, attention_dropout=0.0)
+
+
+@tiny("qwen3_moe_tiny")
+def _qwen3_moe(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
+    return Qwen3MoeConfig(**{**_COMMON, "vocab_size": vocab, "num_key_value_heads": 2, "head_dim": 16,
+                             "intermediate_size": 128, "moe_intermediate_size": 64, "num_experts": 4,
+                             "num_experts_per_tok": 2, "norm_topk_prob": True, "decoder_sparse_step": 1,
+                             "router_aux_loss_coef": 0.0, **over})
+
+
+@tiny("deepseek_v3_tiny")
+def _deepseek_v3(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
+    # MLA with small ranks; first layer dense (first_k_dense_replace), second MoE with one shared expert and a
+    # sigmoid router whose e_score_correction_bias the trainer updates (aux-loss-free balancing).
+    return DeepseekV3Config(**{**_COMMON, "vocab_size": vocab, "num_key_value_heads": 4, "intermediate_size": 128,
+                               "moe_intermediate_size": 32, "n_routed_experts": 4, "n_shared_experts": 1,
+                               "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1,
+                               "q_lora_rank": None, "kv_lora_rank": 32, "qk_rope_head_dim": 8,
+                               "qk_nope_head_dim": 8, "v_head_dim": 16, "routed_scaling_factor": 1.0,
+                               "norm_topk_prob": True, "rope_scaling": None, **over})
+
+
+@tiny("qwen3_tiny")
+def _qwen3(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
+    return Qwen3Config(**{**_COMMON, "vocab_size": vocab, "num_key_value_heads": 2, "head_dim": 16,
+                          "intermediate_size": 192, **over})
+
+
+@tiny("llama_tiny")
+def _llama(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
+    return LlamaConfig(**{**_COMMON, "vocab_size": vocab, "num_key_value_heads": 2, "intermediate_size": 192, **over})
+
+
+def build_config(arch: str, vocab_size: int, overrides: dict[str, Any] | None = None) -> PretrainedConfig:
+    if arch not in TINY_CONFIGS:
+        raise unknown_name("model arch", arch, list(TINY_CONFIGS))
+    return TINY_CONFIGS[arch](vocab_size, dict(overrides or {}))
+
+
+def build_model(arch: str, path: str, vocab_size: int, overrides: dict[str, Any], seed: int,
+                special_ids: dict[str, int | None] | None = None) -> PreTrainedModel:
+    """A model from a local HF checkpoint (``path``) or a random init of a tiny config, seeded.
+
+    Random init draws from torch's global generator, which transformers uses internally; ``fork_rng`` confines
+    the seeding to this call so no caller's random state is touched.
+    """
+    if path:
+        if not Path(path).is_dir():
+            raise ConfigError("model checkpoint directory not found", culprit=path)
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    config = build_config(arch, vocab_size, overrides)
+    for key, value in (special_ids or {}).items():
+        setattr(config, key, value)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    return model

@@ -1,0 +1,350 @@
+"""The training loop: one process or one rank of an FSDP2 world.
+
+A step: the mixture yields the step's global batch (the same rows on every rank), cut into micro-batches of
+``micro_batch`` rows; micro-batch c goes to rank c mod world. Every micro-batch loss is its summed token
+cross-entropy divided by the *global* number of target tokens of the step, times the world size (FSDP2 averages
+gradients over ranks), so the accumulated gradient is exactly the per-token mean over the whole step whatever the
+world size or accumulation: a 2-process run and a 1-process run compute the same step, up to float summation order.
+
+Checkpoints (``checkpoints/step-N/``) are HF folders (safetensors, config, generation config, tokenizer) plus
+``trainer_state.pt`` (optimizer, scheduler, data cursor, step) so a resumed run continues the same loss curve;
+``final`` is a symlink to the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from solvers.errors import ConfigError
+from training.config import RecipeConfig
+from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source
+from training.device import DeviceSpec, World, all_reduce_sum, get_device, init_world, shard_model
+from training.flops import device_peak, flops_per_token
+from training.logs import MetricsLog, plot_curves
+from training.models import build_model
+from training.moe import MoEBalancer, load_summary
+from training.tokenizer import BOS, load_tokenizer, train_tokenizer
+
+STATE_FILE = "trainer_state.pt"
+
+
+def lr_lambda(warmup: int, total: int, min_ratio: float):  # noqa: ANN201
+    """Linear warmup to 1, then cosine to ``min_ratio`` at ``total`` (flat after)."""
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return f
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint dir itself, or a run dir (its ``final``, else its newest ``checkpoints/step-N``)."""
+    p = Path(path)
+    if (p / STATE_FILE).is_file():
+        return p
+    if (p / "final" / STATE_FILE).is_file():
+        return (p / "final").resolve()
+    steps = sorted((p / "checkpoints").glob("step-*"), key=lambda d: int(d.name.split("-")[1]))
+    if steps:
+        return steps[-1]
+    raise ConfigError("no checkpoint to resume from", culprit=str(path))
+
+
+@dataclass
+class Trainer:
+    recipe: RecipeConfig
+    out: Path
+    device_name: str = "cpu"
+    resume: str | None = None
+    quiet: bool = False
+    world: World = field(init=False)
+    device: DeviceSpec = field(init=False)
+    step: int = field(init=False, default=0)
+    total_steps: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.device = get_device(self.device_name)
+        self.world = init_world(self.device)
+        r = self.recipe
+        if r.kind == "progressive":
+            self.total_steps = sum(s.steps for s in r.progressive.stages) or r.train.steps
+        else:
+            self.total_steps = r.train.steps
+        chunks = r.train.batch_rows // r.train.micro_batch
+        if chunks % self.world.size:
+            raise ConfigError(f"batch_rows / micro_batch = {chunks} micro-batches is not divisible by "
+                              f"{self.world.size} processes", culprit="train.batch_rows")
+        if not r.data.sources:
+            raise ConfigError("no data sources (give --data DIR or [[data.sources]])", culprit="data.sources")
+        self.out.mkdir(parents=True, exist_ok=True)
+        ckpt = resolve_checkpoint(self.resume) if self.resume else None
+        self.tokenizer = self._tokenizer(ckpt)
+        self.sources: list[Source] = [
+            load_source(s.path, s.name, s.weight, self.tokenizer, r.data.seq_len, r.data.val_rows)
+            for s in r.data.sources]
+        self.mixture = Mixture(self.sources, r.train.seed)
+        ids = {"bos_token_id": self.tokenizer.convert_tokens_to_ids(BOS), "eos_token_id": self.tokenizer.eos_token_id,
+               "pad_token_id": self.tokenizer.pad_token_id}
+        self.model = build_model(r.model.arch, str(ckpt) if ckpt else r.model.path, len(self.tokenizer),
+                                 r.model.overrides, r.train.init_seed if r.train.init_seed is not None else r.train.seed,
+                                 ids)
+        self.model.generation_config.eos_token_id = self.tokenizer.eos_token_id
+        self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
+        self.model.to(self.world.device)
+        self.flops_per_token = flops_per_token(self.model, r.data.seq_len)
+        self._kernels()
+        if r.train.activation_checkpointing:
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.model.config.use_cache = False
+        self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
+        self.model = shard_model(self.model, self.world)
+        decay = [p for p in self.model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=r.train.lr, betas=r.train.betas, eps=1e-8, foreach=False)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio))
+        if ckpt:
+            self._load_state(ckpt)
+        dtype = torch.bfloat16 if r.train.dtype == "bf16" else torch.float32
+        self.peak_flops, self.peak_source = device_peak(self.device.name, dtype)
+        self.log = MetricsLog(self.out / "metrics.jsonl", self.step if ckpt else None) if self.world.main else None
+        if self.world.main:
+            self._write_config()
+
+    # ---- setup helpers -------------------------------------------------------------------------------------------
+    def _tokenizer(self, ckpt: Path | None):  # noqa: ANN202
+        r = self.recipe
+        for candidate in (str(ckpt) if ckpt else "", r.tokenizer.path, r.model.path):
+            if candidate and (Path(candidate) / "tokenizer.json").is_file():
+                return load_tokenizer(candidate)
+        if r.tokenizer.path:
+            raise ConfigError("no tokenizer.json in the tokenizer directory", culprit=r.tokenizer.path)
+        tok_dir = self.out / "tokenizer"
+        if self.world.main:
+            train_tokenizer(corpus_texts([s.path for s in r.data.sources]), r.tokenizer.vocab_size).save_pretrained(
+                tok_dir)
+        if self.world.distributed:
+            torch.distributed.barrier()
+        return load_tokenizer(tok_dir)
+
+    def _kernels(self) -> None:
+        """The hook for the kernels issue: patch the model from a tuning table before sharding."""
+        table = self.recipe.kernels.table
+        if not table:
+            return
+        try:
+            from kernels import apply  # type: ignore[attr-defined]
+        except ImportError:
+            raise ConfigError("kernels.apply is not available in this checkout", culprit="kernels.table") from None
+        apply(self.model, table=table)
+
+    def _write_config(self) -> None:
+        info = {"recipe": self.recipe.model_dump(mode="json"), "device": self.device.name, "world": self.world.size,
+                "flops_per_token": self.flops_per_token, "peak_flops": self.peak_flops,
+                "peak_source": self.peak_source, "params": sum(p.numel() for p in self._raw().parameters()),
+                "vocab_size": len(self.tokenizer), "model_class": type(self._raw()).__name__,
+                "train_rows": {s.name: len(s.train) for s in self.sources},
+                "sft_truncated": {s.name: s.train.truncated for s in self.sources}}
+        (self.out / "config.json").write_text(json.dumps(info, indent=2))
+
+    def _raw(self) -> torch.nn.Module:
+        return self.model
+
+    # ---- the step ------------------------------------------------------------------------------------------------
+    def _autocast(self):  # noqa: ANN202
+        if self.recipe.train.dtype == "bf16":
+            return torch.autocast(self.device.name, dtype=torch.bfloat16)
+        return nullcontext()
+
+    def _ce_sum(self, batch: Packed) -> tuple[torch.Tensor, int]:
+        dev = self.world.device
+        with self._autocast():
+            out = self.model(input_ids=batch.input_ids.to(dev), position_ids=batch.position_ids.to(dev),
+                             attention_mask=None, use_cache=False)
+        labels = batch.labels.to(dev)
+        logits = out.logits.float()
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE,
+                               reduction="sum")
+        return loss, int((labels != IGNORE).sum())
+
+    def train_step(self) -> dict[str, Any]:
+        r = self.recipe.train
+        t0 = time.perf_counter()
+        batch = self.mixture.next_batch(self.step, r.batch_rows)
+        global_tokens = max(1, int((batch.labels != IGNORE).sum()))
+        n_chunks = r.batch_rows // r.micro_batch
+        mine = [c for c in range(n_chunks) if c % self.world.size == self.world.rank]
+        self.model.train()
+        ce_total, aux_total = 0.0, 0.0
+        for c in mine:
+            sl = slice(c * r.micro_batch, (c + 1) * r.micro_batch)
+            micro = Packed(batch.input_ids[sl], batch.position_ids[sl], batch.labels[sl])
+            self.balancer.recording = True
+            ce, _ = self._ce_sum(micro)
+            loss = ce * self.world.size / global_tokens
+            aux = self.balancer.aux_loss()
+            if aux is not None:
+                loss = loss + aux * self.world.size / n_chunks
+                aux_total += float(aux.detach()) / n_chunks
+            self.balancer.recording = False
+            loss.backward()
+            ce_total += float(ce.detach())
+        grad_norm = self._clip(r.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        loads = self.balancer.end_step(self.world.distributed)
+        self.step += 1
+        ce_total, aux_total = all_reduce_sum([ce_total, aux_total], self.world)
+        self.device.synchronize()
+        dt = time.perf_counter() - t0
+        tokens = r.batch_rows * self.recipe.data.seq_len
+        record = {"step": self.step, "loss": ce_total / global_tokens, "lr": self.scheduler.get_last_lr()[0],
+                  "grad_norm": grad_norm, "tokens": tokens, "target_tokens": global_tokens, "step_s": dt,
+                  "tokens_per_s": tokens / dt,
+                  "mfu": tokens * self.flops_per_token / dt / (self.peak_flops * self.world.size),
+                  "memory_mb": self.device.peak_memory_mb()}
+        if self.balancer.active:
+            record["aux_loss"] = aux_total
+            record.update(load_summary(loads))
+            record["expert_load"] = {k: [round(x, 4) for x in v] for k, v in loads.items()}
+        return record
+
+    def _clip(self, max_norm: float) -> float:
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        if not params:
+            return 0.0
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"), foreach=False)
+        if hasattr(norm, "full_tensor"):
+            norm = norm.full_tensor()
+        return float(norm)
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """Token-mean cross-entropy on each source's held-out rows (``val_loss/<source>``)."""
+        self.model.eval()
+        self.balancer.recording = False
+        result: dict[str, float] = {}
+        mb = self.recipe.train.micro_batch
+        for src in self.sources:
+            total, count = 0.0, 0
+            for i in range(0, len(src.val), mb):
+                part = Packed(src.val.input_ids[i:i + mb], src.val.position_ids[i:i + mb], src.val.labels[i:i + mb])
+                ce, n = self._ce_sum(part)
+                total, count = total + float(ce), count + n
+            result[f"val_loss/{src.name}"] = total / max(1, count)
+        self.balancer.stats = {}
+        self.balancer.recording = True
+        self.model.train()
+        return result
+
+    # ---- the run -------------------------------------------------------------------------------------------------
+    def train(self, steps: int | None = None, progress: Any = None) -> list[dict[str, Any]]:
+        """Run ``steps`` more optimizer steps (default: up to the recipe's total), logging, evaluating, saving."""
+        r = self.recipe.train
+        end = self.total_steps if steps is None else min(self.total_steps, self.step + steps)
+        history: list[dict[str, Any]] = []
+        while self.step < end:
+            record = self.train_step()
+            if r.eval_every and self.step % r.eval_every == 0 or self.step == self.total_steps:
+                record.update(self.evaluate())
+            history.append(record)
+            if self.log and (self.step % r.log_every == 0 or any(k.startswith("val_loss") for k in record)):
+                self.log.write(record)
+            if progress is not None:
+                progress(record)
+            if r.save_every and self.step % r.save_every == 0 and self.step != self.total_steps:
+                self.save()
+        return history
+
+    def finish(self) -> Path:
+        """Save the final checkpoint, point ``final`` at it, draw the curves; returns the checkpoint path."""
+        path = self.save()
+        if self.world.main:
+            final = self.out / "final"
+            if final.is_symlink() or final.exists():
+                final.unlink()
+            final.symlink_to(path.relative_to(self.out), target_is_directory=True)
+            plot_curves(self.out / "metrics.jsonl", self.out / "curves.png", self.recipe.name)
+        return path
+
+    # ---- checkpoints ---------------------------------------------------------------------------------------------
+    def save(self) -> Path:
+        path = self.out / "checkpoints" / f"step-{self.step}"
+        if self.world.distributed:
+            from torch.distributed.checkpoint.state_dict import (
+                StateDictOptions,
+                get_model_state_dict,
+                get_optimizer_state_dict,
+            )
+
+            opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            model_sd = get_model_state_dict(self.model, options=opts)
+            optim_sd = get_optimizer_state_dict(self.model, self.optimizer, options=opts)
+        else:
+            model_sd, optim_sd = None, self.optimizer.state_dict()
+        if self.world.main:
+            path.mkdir(parents=True, exist_ok=True)
+            self.model.save_pretrained(path, state_dict=model_sd, safe_serialization=True)
+            self.tokenizer.save_pretrained(path)
+            torch.save({"step": self.step, "optimizer": optim_sd, "scheduler": self.scheduler.state_dict(),
+                        "data": self.mixture.state_dict(), "recipe": self.recipe.model_dump(mode="json"),
+                        "world": self.world.size}, path / STATE_FILE)
+        if self.world.distributed:
+            torch.distributed.barrier()
+        return path
+
+    def _load_state(self, ckpt: Path) -> None:
+        state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
+        if self.world.distributed:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.mixture.load_state_dict(state["data"])
+        self.step = int(state["step"])
+
+
+def run(recipe: RecipeConfig, out: Path, device: str = "cpu", resume: str | None = None,
+        progress: Any = None) -> dict[str, Any]:
+    """Train a cpt/sft recipe to the end; returns a summary (final losses, checkpoint, throughput)."""
+    trainer = Trainer(recipe, out, device, resume)
+    history = trainer.train(progress=progress)
+    path = trainer.finish()
+    summary = _summary(trainer, history, path)
+    _teardown(trainer)
+    return summary
+
+
+def _summary(trainer: Trainer, history: list[dict[str, Any]], path: Path) -> dict[str, Any]:
+    steady = history[1:] or history  # the first step pays one-off allocation and warm-up costs
+    out: dict[str, Any] = {"run": str(trainer.out), "checkpoint": str(path), "steps": trainer.step}
+    if history:
+        out["final_loss"] = history[-1]["loss"]
+        out.update({k: v for k, v in history[-1].items() if k.startswith("val_loss")})
+        out["tokens_per_s"] = sorted(r["tokens_per_s"] for r in steady)[len(steady) // 2]
+        out["mfu"] = sorted(r["mfu"] for r in steady)[len(steady) // 2]
+        out["memory_mb"] = max(r["memory_mb"] for r in history)
+    return out
+
+
+def _teardown(trainer: Trainer) -> None:
+    trainer.balancer.remove()
+    if trainer.world.distributed and torch.distributed.is_initialized() and os.environ.get("FLYWHEEL_KEEP_PG") != "1":
+        torch.distributed.destroy_process_group()
