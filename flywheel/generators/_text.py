@@ -39,3 +39,10 @@ def names(pool: Sequence[str], n: int, stem: str) -> list[str]:
 def money(x: float, currency: str) -> str:
     """``$12`` for dollars, ``12 EUR`` / ``12 cents`` otherwise."""
     return f"${number_text(x)}" if currency == "$" else f"{number_text(x)} {currency}"
+
+
+def plural(word: str) -> str:
+    """English plural of a simple noun: ``factory`` -> ``factories``, ``router`` -> ``routers``."""
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")

@@ -121,5 +121,5 @@ class FacilityLocation(Family):
                     f"cost ({cur}) to each {v['customer']}.\n\n{table(header, rows)}\n\nOpen {v['facility']}s and "
                     "assign flows so every demand is met within capacities at minimum total cost.")
         return (f"Every {v['customer']} needs service: {demand} {unit}. {join(facs)} could be opened at {fixed} "
-                f"and could then handle {caps} {unit} respectively. Unit service costs ({cur}): {costs}. Decide "
+                f"and could then handle {caps} {unit}. Unit service costs ({cur}): {costs}. Decide "
                 f"which {v['facility']}s to open and how to split each demand to keep the total cost lowest.")

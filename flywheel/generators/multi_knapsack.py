@@ -32,7 +32,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
         "dims": {"Budget": "k$", "Engineers": "engineer-months", "LabTime": "lab days", "Managers": "manager-weeks"},
     },
     "hiking trip": {
-        "what": "a hiker's backpack", "item": "piece of gear", "value": "usefulness points",
+        "what": "a hiker's backpack", "item": "gear item", "value": "usefulness points",
         "items": ["Tent", "Stove", "Camera", "Book", "Jacket", "Rope", "Lamp", "Filter", "Binoculars", "Chair",
                   "Hammock", "Kite", "Radio", "Speaker", "Tripod", "Guitar", "Snacks", "Map", "Compass", "Knife",
                   "Poles", "Sandals"],
@@ -113,6 +113,6 @@ class MultiKnapsack(Family):
             rows = [[i, data["value"][i]] + [data["weight"][d][i] for d in dims] for i in items]
             return (f"A {domain} planning problem.\n\n{table(header, rows)}\n\nAvailable: {caps}. {must} is "
                     "mandatory. Pick items (all or nothing) to maximise total value without exceeding any limit.")
-        return (f"Given limits of {caps}, which {v['item']}s should go into {v['what']}? Taking one earns "
-                f"{values} respectively and consumes {uses}. Include {must} no matter what. Each {v['item']} is a "
+        return (f"Given limits of {caps}, which {v['item']}s should go into {v['what']}? Values ({v['value']}): "
+                f"{values}. Consumption: {uses}. Include {must} no matter what. Each {v['item']} is a "
                 "yes/no choice; maximise the total value.")

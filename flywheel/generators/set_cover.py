@@ -18,7 +18,7 @@ from solvers.ir import Model, VarType, number_text
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "fire protection": {
-        "candidate": "fire station site", "element": "district", "money": "$k", "verb": "reaches",
+        "candidate": "fire station site", "element": "district", "money": "thousand dollars", "verb": "reaches",
         "candidates": ["SiteA", "SiteB", "SiteC", "SiteD", "SiteE", "SiteF", "SiteG", "SiteH", "SiteI", "SiteJ",
                        "SiteK", "SiteL", "SiteM", "SiteN", "SiteO"],
         "elements": ["Downtown", "Docklands", "Hillside", "Meadows", "Northgate", "Southbank", "Westend",
@@ -26,7 +26,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
                      "Brookfield", "Greenwood", "Stonebridge", "Millbrook", "Ashford", "Kingsley"],
     },
     "mobile network": {
-        "candidate": "tower location", "element": "village", "money": "$k", "verb": "covers",
+        "candidate": "tower location", "element": "village", "money": "thousand dollars", "verb": "covers",
         "candidates": ["Tower1", "Tower2", "Tower3", "Tower4", "Tower5", "Tower6", "Tower7", "Tower8", "Tower9",
                        "Tower10", "Tower11", "Tower12", "Tower13", "Tower14", "Tower15"],
         "elements": ["Alden", "Barrow", "Corby", "Dunmore", "Elston", "Felton", "Garth", "Hale", "Irby", "Jarrow",

@@ -1,0 +1,134 @@
+"""Min-cost flow (LP): move goods from sources through hubs to sinks over capacitated arcs at least cost.
+
+The network is built around a flow that routes every sink's demand from one source through one hub, with arc
+capacities at least that flow and supplies at least what it uses, so the instance is feasible by construction.
+Infeasible variant: one sink demands more than the total capacity of the arcs into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, names, plural, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+# Node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "freight logistics": {
+        "kinds": ("factory", "hub", "customer"), "unit": "tons", "money": "$ per ton",
+        "sources": ["Detroit", "Toledo", "Dayton", "Akron"],
+        "hubs": ["Chicago", "Indy", "Columbus", "Louisville", "Memphis", "StLouis"],
+        "sinks": ["Atlanta", "Dallas", "Denver", "Omaha", "Tulsa", "Nashville"],
+    },
+    "water distribution": {
+        "kinds": ("reservoir", "pumping station", "district"), "unit": "megalitres per day",
+        "money": "$ per megalitre",
+        "sources": ["NorthLake", "SouthLake", "Aquifer", "Desal"],
+        "hubs": ["PumpA", "PumpB", "PumpC", "PumpD", "PumpE", "PumpF"],
+        "sinks": ["Centre", "Harbour", "Heights", "Garden", "Mills", "Docks"],
+    },
+    "data network": {
+        "kinds": ("data centre", "router", "client site"), "unit": "Gbps", "money": "cents per Gbps",
+        "sources": ["DCEast", "DCWest", "DCNorth", "DCSouth"],
+        "hubs": ["R1", "R2", "R3", "R4", "R5", "R6"],
+        "sinks": ["Bank", "School", "Hospital", "Studio", "Factory", "Library"],
+    },
+}
+
+
+@register
+class MinCostFlow(Family):
+    name = "min_cost_flow"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        vocab = _DOMAINS[domain]
+        sources = names(vocab["sources"], 1 + (difficulty + 1) // 2, "Source")
+        hubs = names(vocab["hubs"], 1 + difficulty, "Hub")
+        sinks = names(vocab["sinks"], 1 + difficulty, "Sink")
+        demand = {k: int(rng.integers(10, 60)) for k in sinks}
+        flow: dict[tuple[str, str], int] = {}
+        used = dict.fromkeys(sources, 0)
+        for k in sinks:  # the witness flow: all of k's demand from one source through one hub
+            s, h = sources[int(rng.integers(len(sources)))], hubs[int(rng.integers(len(hubs)))]
+            flow[(s, h)] = flow.get((s, h), 0) + demand[k]
+            flow[(h, k)] = flow.get((h, k), 0) + demand[k]
+            used[s] += demand[k]
+        candidates = ([(s, h) for s in sources for h in hubs] + [(h, g) for h in hubs for g in hubs if h < g]
+                      + [(h, k) for h in hubs for k in sinks] + [(s, k) for s in sources for k in sinks])
+        arcs = [a for a in candidates if a in flow or rng.random() < 0.35]
+        capacity = {a: flow.get(a, 0) + int(rng.integers(5, 40)) for a in arcs}
+        cost = {a: int(rng.integers(1, 20)) for a in arcs}
+        supply = {s: used[s] + int(rng.integers(5, 30)) for s in sources}
+        return {"sources": sources, "hubs": hubs, "sinks": sinks, "arcs": [list(a) for a in arcs],
+                "capacity": {f"{u}_{v}": c for (u, v), c in capacity.items()},
+                "cost": {f"{u}_{v}": c for (u, v), c in cost.items()}, "supply": supply, "demand": demand}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        k = data["sinks"][int(rng.integers(len(data["sinks"])))]
+        inflow = sum(data["capacity"][f"{u}_{v}"] for u, v in data["arcs"] if v == k)
+        return {**data, "demand": {**data["demand"], k: int(inflow + rng.integers(1, 20))}}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("min_cost_flow")
+        sources = b.add_set("sources", data["sources"], "supply nodes")
+        hubs = b.add_set("hubs", data["hubs"], "transshipment nodes (flow in = flow out)")
+        sinks = b.add_set("sinks", data["sinks"], "demand nodes")
+        arcs = b.add_set("arcs", [f"{u}_{v}" for u, v in data["arcs"]], "directed arcs From_To")
+        b.add_param("supply", data["supply"], ("sources",), "units", "most a source can send")
+        b.add_param("demand", data["demand"], ("sinks",), "units", "what a sink must receive")
+        b.add_param("capacity", data["capacity"], ("arcs",), "units", "most flow an arc carries")
+        b.add_param("cost", data["cost"], ("arcs",), "money per unit", "cost of one unit on an arc")
+        flow = b.add_vars("flow", ("arcs",), description="flow on each arc", unit="units")
+        into = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if v == node]
+                for node in (*hubs, *sinks)}
+        out = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if u == node]
+               for node in (*sources, *hubs)}
+        b.con_group("supply", ("sources",), "a source sends at most its supply")
+        for s in sources:
+            b.add_constr("supply", (s,), [(x, 1) for x in out[s]], "<=", data["supply"][s])
+        b.con_group("conservation", ("hubs",), "what enters a hub leaves it")
+        for h in hubs:
+            b.add_constr("conservation", (h,), [(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0)
+        b.con_group("demand", ("sinks",), "a sink receives exactly its demand")
+        for k in sinks:
+            b.add_constr("demand", (k,), [(x, 1) for x in into[k]], "==", data["demand"][k])
+        b.con_group("capacity", ("arcs",), "arc flow within arc capacity")
+        for a in arcs:
+            b.add_constr("capacity", (a,), [(flow[(a,)], 1)], "<=", data["capacity"][a])
+        b.set_objective("minimize", [(flow[(a,)], data["cost"][a]) for a in arcs], description="total flow cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        src, hub, snk = v["kinds"]
+        unit = v["unit"]
+        supply = ", ".join(f"{s} {n(data['supply'][s])}" for s in data["sources"])
+        demand = ", ".join(f"{k} {n(data['demand'][k])}" for k in data["sinks"])
+        links = "; ".join(f"{u} to {w}: capacity {n(data['capacity'][f'{u}_{w}'])}, cost "
+                          f"{n(data['cost'][f'{u}_{w}'])}" for u, w in data["arcs"])
+        nodes = (f"{plural(src)} {join(data['sources'])}, {plural(hub)} {join(data['hubs'])} and {plural(snk)} "
+                 f"{join(data['sinks'])}")
+        if template == 0:
+            return (f"A {domain} network has {nodes}. Each {src} can send at most ({unit}): {supply}. Each {snk} "
+                    f"must receive exactly ({unit}): {demand}. {plural(hub).capitalize()} only pass flow on. The one-way "
+                    f"links (capacity in {unit}, cost in {v['money']}) are: {links}. Find the cheapest flow.")
+        if template == 1:
+            return (f"Minimise the cost of sending flow through this {domain} network. Supplies ({unit}): {supply}. "
+                    f"Demands ({unit}): {demand}. Directed links with capacity ({unit}) and unit cost "
+                    f"({v['money']}): {links}. Flow is conserved at every {hub}.")
+        if template == 2:
+            rows = [[u, w, data["capacity"][f"{u}_{w}"], data["cost"][f"{u}_{w}"]] for u, w in data["arcs"]]
+            rows_t = table(["From", "To", f"Capacity ({unit})", f"Cost ({v['money']})"], rows)
+            return (f"Min-cost flow in {domain}: {nodes}.\n\n{rows_t}\n\nSupply limits ({unit}): {supply}. "
+                    f"Exact demands ({unit}): {demand}. Choose arc flows of least total cost.")
+        return (f"Every {snk} needs its demand met: {demand} {unit}. The {plural(src)} can provide up to {supply} "
+                f"{unit}. Flow travels along these directed links, via {plural(hub)} where needed: {links} (capacities "
+                f"in {unit}, costs in {v['money']}). What routing meets all demand most cheaply?")
