@@ -69,11 +69,12 @@ def test_samples_accepted_follows_reject_verdicts(store: Store) -> None:
     store.write("executions", 1, [{"attempt_id": "a00000", "status": "ok", "objective": 0.0},
                                   {"attempt_id": "a00001", "status": "ok", "objective": 7.0}])
     store.write("verdicts", 1, [
-        {"attempt_id": "a00000", "contract": "objective_matches", "contract_version": "1", "severity": "reject",
-         "outcome": "pass"},
-        {"attempt_id": "a00001", "contract": "objective_matches", "contract_version": "1", "severity": "reject",
+        {"verdict_id": "v1", "attempt_id": "a00000", "contract": "objective_matches", "version": "1",
+         "severity": "reject", "outcome": "pass"},
+        {"verdict_id": "v2", "attempt_id": "a00001", "contract": "objective_matches", "version": "1",
+         "severity": "reject", "outcome": "fail"},
+        {"verdict_id": "v3", "attempt_id": "a00001", "contract": "style", "version": "1", "severity": "warn",
          "outcome": "fail"},
-        {"attempt_id": "a00001", "contract": "style", "contract_version": "1", "severity": "warn", "outcome": "fail"},
     ])
     got = {r["attempt_id"]: r for r in store.query("SELECT * FROM samples").to_pylist()}
     assert got["a00000"]["accepted"] is True and got["a00000"]["objective_match"] is True

@@ -73,7 +73,7 @@ register_table(TableSpec(
         ("params_json", S), ("ir_json", S), ("ir_hash", S), ("problem_class", S), ("metrics_json", S),
         ("n_vars", INT), ("n_constraints", INT), ("infeasible_by_design", B), ("label_source", S),
         ("gt_status", S), ("gt_objective", F), ("gt_solution_json", S), ("disputed", B), ("dispute_reason", S),
-        ("gt_solvers", S), ("gt_runs_json", S), ("gt_solve_ms", F), ("agreement_rtol", F), ("agreement_atol", F),
+        ("gt_solvers", S), ("ground_truth_json", S), ("gt_solve_ms", F), ("agreement_rtol", F), ("agreement_atol", F),
         ("reference_programs_json", S),
     ),
     key=("problem_id",),
@@ -121,32 +121,35 @@ register_table(TableSpec(
     doc="one row per solver call captured inside an execution",
 ))
 
+# verdicts, repairs and disputes take the contract engine's rows (contracts.verdicts) as they are: row.model_dump().
 register_table(TableSpec(
     "verdicts",
     _cols(
-        ("attempt_id", S), ("contract", S), ("contract_version", S), ("suite", S), ("stage", S), ("severity", S),
-        ("outcome", S), ("score", F), ("message", S), ("evidence_json", S), ("duration_s", F),
+        ("verdict_id", S), ("sample_id", S), ("attempt_id", S), ("problem_id", S), ("suite", S), ("contract", S),
+        ("version", S), ("stage", S), ("severity", S), ("outcome", S), ("score", F), ("message", S),
+        ("evidence", S), ("dispute", S), ("duration_s", F),
     ),
-    key=("attempt_id", "contract", "contract_version"),
-    doc="one row per attempt x contract: outcome pass | fail | skip | contract_error",
+    key=("verdict_id",),
+    doc="one row per sample x contract version: outcome pass | fail | skip | contract_error",
 ))
 
 register_table(TableSpec(
     "repairs",
     _cols(
-        ("attempt_id", S), ("contract", S), ("contract_version", S), ("repaired_attempt_id", S), ("before", S),
-        ("after", S), ("reason", S), ("evidence_json", S),
+        ("repair_id", S), ("sample_id", S), ("attempt_id", S), ("contract", S), ("version", S), ("kind", S),
+        ("message", S), ("before", S), ("after", S),
     ),
-    key=("attempt_id", "contract", "contract_version"),
+    key=("repair_id",),
     doc="an answer-blind repair: the attempt it changed, the contract, and the program before and after",
 ))
 
 register_table(TableSpec(
     "disputes",
     _cols(
-        ("problem_id", S), ("attempt_id", S), ("source", S), ("kind", S), ("reason", S), ("evidence_json", S),
+        ("dispute_id", S), ("sample_id", S), ("problem_id", S), ("contract", S), ("kind", S), ("message", S),
+        ("evidence", S),
     ),
-    key=("problem_id", "attempt_id", "source", "kind"),
+    key=("dispute_id",),
     doc="a problem whose ground truth is in doubt (solvers disagree, or a candidate beats it)",
 ))
 
@@ -201,10 +204,13 @@ DERIVED_VIEWS: dict[str, str] = {
     "verdict_summary": """
         SELECT attempt_id,
                count(*) AS n_verdicts,
-               NOT bool_or(severity = 'reject' AND outcome IN ('fail', 'contract_error')) AS accepted,
+               -- The engine's rule: a failed reject-severity contract rejects; a contract_error never rejects on
+               -- its own (one broken user contract must not empty a round); a raised dispute holds the sample.
+               NOT bool_or(severity = 'reject' AND outcome = 'fail') AND NOT bool_or(coalesce(dispute, '') <> '')
+                   AS accepted,
                string_agg(contract, ',' ORDER BY contract) FILTER (WHERE outcome IN ('fail', 'contract_error'))
                    AS failed_contracts,
-               string_agg(contract || '@' || contract_version, ',' ORDER BY contract) AS contract_versions
+               string_agg(contract || '@' || version, ',' ORDER BY contract) AS contract_versions
         FROM verdicts GROUP BY attempt_id
     """,
     "samples": """
