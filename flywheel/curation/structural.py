@@ -15,8 +15,12 @@ Canonical form, before hashing:
 Names and order are removed by colour refinement (Weisfeiler-Lehman) on the bipartite variable-constraint graph with
 coefficients on the edges: three rounds, then the sorted multisets of colours are hashed. Isomorphic models always
 hash equal; non-isomorphic models that colour refinement cannot tell apart (rare, highly symmetric ones) collide, a
-false positive that dedup then treats as one model. The contracts engineer's canonical model hash supersedes this
-where it lands; until then this is the one curation uses.
+false positive that dedup then treats as one model.
+
+Which hasher runs: the contracts stage's canonical form (``contracts.equivalence``: the same invariances plus a
+presolve that also removes slack columns, singleton rows and split equalities) when it is importable, because the
+contract that judges "same model" and the dedup that clusters by it should agree; this module's own form otherwise.
+Both are registered in ``HASHERS``; ``structural_hash(model, hasher=...)`` picks one explicitly.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from solvers.errors import ModelError
+from solvers.errors import ModelError, unknown_name
 from solvers.ir import ConSense, Model, ObjSense, VarType
 
 WL_ROUNDS = 3
@@ -192,11 +196,34 @@ def structural_hash_of(form: LinearForm, length: int = 16) -> str:
     return digest[:length]
 
 
-def structural_hash(model: Model, length: int = 16) -> str:
-    """Structural hash of an IR model: equal for renamed, reordered, row-scaled or sense-flipped copies."""
-    return structural_hash_of(from_model(model), length)
+def _own_hash(model: Model | str, length: int) -> str:
+    form = from_model(model) if isinstance(model, Model) else from_mps(model)
+    return structural_hash_of(form, length)
 
 
-def structural_hash_mps(mps_text: str, length: int = 16) -> str:
-    """Structural hash of a model given as MPS text; equals ``structural_hash`` of the IR it was written from."""
-    return structural_hash_of(from_mps(mps_text), length)
+def _contracts_hash(model: Model | str, length: int) -> str:
+    from contracts.equivalence import to_std
+    from contracts.equivalence.canonical import canonicalize, wl_hash
+
+    return _h("contracts-wl", wl_hash(canonicalize(to_std(model))))[:length]
+
+
+def _contracts_available() -> bool:
+    try:
+        import contracts.equivalence.canonical  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+HASHERS = {"curation": _own_hash, "contracts": _contracts_hash}
+DEFAULT_HASHER = "contracts" if _contracts_available() else "curation"
+
+
+def structural_hash(model: Model | str, length: int = 16, hasher: str | None = None) -> str:
+    """Structural hash of an IR model or MPS text: equal for renamed, reordered, row-scaled or sense-flipped copies,
+    and equal for an IR and the MPS text written from it."""
+    name = hasher or DEFAULT_HASHER
+    if name not in HASHERS:
+        raise unknown_name("structural hasher", name, list(HASHERS))
+    return HASHERS[name](model, length)

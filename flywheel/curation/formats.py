@@ -1,0 +1,99 @@
+"""Training records from samples: SFT chat ``messages`` and CPT documents, registered by stage name.
+
+Both read one joined sample row (the store's ``samples`` view plus the problem's formulation) and return one
+training row with the agreed columns (SFT: ``messages``; CPT: ``text``; both: ``problem_id``, ``family``,
+``source``) and a few lineage columns the trainer may ignore.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from solvers.errors import unknown_name
+from solvers.ir import number_text
+
+# A response "holds reasoning" when, with its code blocks removed, at least this many words remain: enough for a
+# sentence or two of modelling explanation rather than a bare "Here is the code:".
+MIN_REASONING_WORDS = 20
+_CODE_BLOCK = re.compile(r"```.*?```", re.S)
+
+Row = Mapping[str, Any]
+
+
+def holds_reasoning(response: str) -> bool:
+    return len(_CODE_BLOCK.sub(" ", response or "").split()) >= MIN_REASONING_WORDS
+
+
+def code_block(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def assistant_text(row: Row) -> str:
+    """The policy's own response if it reasons; otherwise the verified formulation followed by the code."""
+    response = row.get("response") or ""
+    if holds_reasoning(response):
+        return response.strip()
+    formulation = (row.get("formulation") or "").strip()
+    parts = [formulation] if formulation else []
+    parts.append(code_block(row.get("code") or ""))
+    return "\n\n".join(parts)
+
+
+def result_sentence(row: Row) -> str:
+    """What the solvers established, in words (the 'explanation' of a CPT document)."""
+    status = row.get("gt_status") or "unknown"
+    solver = " ".join(x for x in (row.get("solver"), row.get("solver_version")) if x)
+    ran = f"Running the program with {solver}" if solver else "Running the program"
+    if status == "optimal" and row.get("gt_objective") is not None:
+        return (f"{ran} gives an optimal objective value of {number_text(float(row['gt_objective']))}, which two "
+                "independent solvers confirmed when the problem was generated.")
+    if status == "infeasible":
+        return f"{ran} proves the model infeasible, as two independent solvers confirmed: no plan meets every constraint."
+    return f"{ran} ends with solver status {status}."
+
+
+def sft_row(row: Row, system: str | None = None) -> dict[str, Any]:
+    messages = [{"role": "system", "content": system}] if system else []
+    messages += [
+        {"role": "user", "content": (row.get("question") or "").strip()},
+        {"role": "assistant", "content": assistant_text(row)},
+    ]
+    return {"messages": messages, **_lineage(row)}
+
+
+def cpt_row(row: Row, system: str | None = None) -> dict[str, Any]:
+    del system  # documents have no system turn
+    sections = [f"## Problem\n\n{(row.get('question') or '').strip()}"]
+    formulation = (row.get("formulation") or "").strip()
+    if formulation:
+        sections.append(f"## Mathematical formulation\n\n{formulation}")
+    api = row.get("api") or "Python"
+    sections.append(f"## Solver program ({api})\n\n{code_block(row.get('code') or '')}")
+    sections.append(f"## Result\n\n{result_sentence(row)}")
+    text = "# A solver-verified optimisation problem\n\n" + "\n\n".join(sections) + "\n"
+    return {"text": text, **_lineage(row)}
+
+
+def _lineage(row: Row) -> dict[str, Any]:
+    return {
+        "problem_id": row["problem_id"],
+        "family": row.get("family") or "",
+        "source": row.get("label_source") or "",
+        "attempt_id": row["attempt_id"],
+        "policy": row.get("policy") or "",
+        "api": row.get("api") or "",
+        "difficulty": row.get("difficulty"),
+        "round": row.get("round"),
+        "cluster_id": row.get("cluster_id") or "",
+    }
+
+
+STAGES: dict[str, Callable[..., dict[str, Any]]] = {"sft": sft_row, "cpt": cpt_row}
+
+
+def build_row(stage: str, row: Row, system: str | None = None) -> dict[str, Any]:
+    if stage not in STAGES:
+        raise unknown_name("export stage", stage, list(STAGES))
+    return STAGES[stage](row, system)
