@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from transformers.utils import logging as hf_logging
 
 from solvers.errors import ConfigError
 from training.config import RecipeConfig
@@ -36,6 +37,8 @@ from training.moe import MoEBalancer, load_summary
 from training.tokenizer import BOS, load_tokenizer, train_tokenizer
 
 STATE_FILE = "trainer_state.pt"
+
+hf_logging.disable_progress_bar()  # save_pretrained's per-shard bar would interleave with the run's own progress
 
 
 def lr_lambda(warmup: int, total: int, min_ratio: float):  # noqa: ANN201

@@ -1,0 +1,114 @@
+"""Trainer data path: tokenizer, SFT prompt masking, packing without cross-document attention, FLOPs accounting."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.data import IGNORE, Document, Mixture, Source, pack, tokenize_row
+from training.flops import active_matmul_params, flops_per_token
+from training.models import TINY_CONFIGS, build_model
+from training.synthetic import problem_rows
+from training.tokenizer import IM_END, render_chat, train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return problem_rows(12, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tok(rows):
+    return train_tokenizer([render_chat(r["messages"])[0] for r in rows] * 3, vocab_size=400)
+
+
+def test_chat_template_matches_python_rendering_and_digits_split(tok, rows) -> None:
+    msgs = rows[0]["messages"]
+    assert tok.apply_chat_template(msgs, tokenize=False) == render_chat(msgs)[0]
+    pieces = [tok.decode([i]) for i in tok("cost 12345 and 0.75", add_special_tokens=False)["input_ids"]]
+    digits = [p for p in pieces if any(c.isdigit() for c in p)]
+    assert digits and all(len(p.strip()) == 1 for p in digits), pieces
+
+
+def test_sft_targets_are_exactly_the_assistant_tokens(tok, rows) -> None:
+    for row in rows[:4]:
+        doc = tokenize_row(row, tok)
+        packed = pack([doc], seq_len=len(doc.ids) + 5, pad_id=tok.pad_token_id, split_long=False)
+        labels = packed.labels[0].tolist()
+        target_ids = [t for t in labels if t != IGNORE]
+        answer = row["messages"][-1]["content"]
+        expected = tok(answer + IM_END, add_special_tokens=False)["input_ids"]
+        # The targets are the assistant answer and its end-of-turn token, on token ids, nothing else.
+        assert target_ids == expected
+        prompt = tok(render_chat(row["messages"][:-1])[0], add_special_tokens=False)["input_ids"]
+        first_target = next(i for i, t in enumerate(labels) if t != IGNORE)
+        # Label i predicts token i+1: no label before the assistant header's end can be a target.
+        assert first_target >= len(prompt)
+
+
+def _docs(n: int, lengths: list[int], vocab: int, seed: int) -> list[Document]:
+    g = torch.Generator().manual_seed(seed)
+    return [Document(torch.randint(4, vocab, (n_,), generator=g).tolist(), [True] * n_) for n_ in lengths[:n]]
+
+
+@pytest.mark.parametrize("arch", sorted(TINY_CONFIGS))
+def test_packed_forward_equals_unpacked_forward(arch: str) -> None:
+    vocab = 300
+    model = build_model(arch, "", vocab, {}, seed=0).eval()
+    docs = _docs(4, [17, 9, 30, 12], vocab, seed=1)
+    packed = pack(docs, seq_len=48, pad_id=1, split_long=True)
+    assert len(packed) == 2  # row 0: docs of 17 + 9 (30 does not fit after 26); row 1: 30 + 12
+    with torch.no_grad():
+        out = model(input_ids=packed.input_ids, position_ids=packed.position_ids, use_cache=False).logits
+        leaked = model(input_ids=packed.input_ids, position_ids=torch.arange(48).expand(len(packed), -1),
+                       use_cache=False).logits
+    where = [(0, 0), (0, 17), (1, 0), (1, 30)]
+    for doc, (row, start) in zip(docs, where, strict=True):
+        alone = model(input_ids=torch.tensor([doc.ids]), use_cache=False).logits[0]
+        got = out[row, start:start + len(doc.ids)]
+        # fp32, same kernels, different mask shapes: differences are summation-order noise (~1e-6 of logits ~1).
+        torch.testing.assert_close(got, alone, atol=2e-5, rtol=1e-4)
+    # Negative control: with positions that do not restart, the second document sees the first and differs.
+    assert not torch.allclose(leaked[0, 17:26], out[0, 17:26], atol=1e-3)
+
+
+def test_pack_layout_positions_and_shifted_labels() -> None:
+    docs = [Document([5, 6, 7], [True] * 3), Document([8, 9], [True, True]), Document(list(range(10, 16)), [True] * 6)]
+    p = pack(docs, seq_len=6, pad_id=1, split_long=True)
+    assert p.input_ids.tolist() == [[5, 6, 7, 8, 9, 1], [10, 11, 12, 13, 14, 15]]
+    assert p.position_ids.tolist() == [[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]]
+    # The last token of each document predicts nothing; padding predicts nothing.
+    assert p.labels.tolist() == [[6, 7, IGNORE, 9, IGNORE, IGNORE], [11, 12, 13, 14, 15, IGNORE]]
+
+
+def test_mixture_is_deterministic_and_resumable() -> None:
+    a = pack(_docs(4, [10] * 4, 50, 0) * 4, 20, 1, True)
+    b = pack(_docs(4, [20] * 4, 50, 1) * 2, 20, 1, True)
+
+    def mix() -> Mixture:
+        return Mixture([Source("a", "", 3.0, a, a), Source("b", "", 1.0, b, b)], seed=7)
+
+    m1, m2 = mix(), mix()
+    first = [m1.next_batch(s, 4).input_ids for s in range(3)]
+    state = m1.state_dict()
+    later = [m1.next_batch(s, 4).input_ids for s in range(3, 6)]
+    for s in range(3):
+        assert torch.equal(m2.next_batch(s, 4).input_ids, first[s])
+    m3 = mix()
+    m3.load_state_dict(state)
+    for s, expect in zip(range(3, 6), later, strict=True):
+        assert torch.equal(m3.next_batch(s, 4).input_ids, expect)
+
+
+def test_flops_counts_only_active_experts() -> None:
+    dense = build_model("qwen3_tiny", "", 256, {}, seed=0)
+    linear = sum(m.weight.numel() for m in dense.modules() if isinstance(m, torch.nn.Linear))
+    assert active_matmul_params(dense) == linear
+    moe = build_model("qwen3_moe_tiny", "", 256, {}, seed=0)
+    experts = sum(p.numel() for n, p in moe.named_parameters() if ".experts." in n)
+    others = sum(p.numel() for n, p in moe.named_parameters()
+                 if p.dim() >= 2 and ".experts." not in n and "embed_tokens" not in n)
+    assert active_matmul_params(moe) == pytest.approx(others + experts * 2 / 4)  # top-2 of 4 experts
+    cfg = moe.config
+    assert flops_per_token(moe, 128) == pytest.approx(
+        6 * active_matmul_params(moe) + 12 * cfg.num_hidden_layers * cfg.num_attention_heads * cfg.head_dim * 128)
