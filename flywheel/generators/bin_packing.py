@@ -1,0 +1,115 @@
+"""Bin packing (IP, binary): put every item into one of the available identical bins using as few bins as possible.
+
+The bins available are as many as first-fit decreasing needs, so the instance is feasible; bins are used in order
+(``use[b] >= use[b+1]``), which removes symmetric copies of each packing and keeps HiGHS fast. Infeasible variant:
+fewer bins than the total size divided by the capacity, rounded up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "truck loading": {
+        "item": "crate", "bin": "truck", "unit": "kg", "stem": "Truck", "capacity": (800, 1500),
+        "items": ["Apples", "Bricks", "Cement", "Doors", "Engines", "Fabric", "Glassware", "Heaters", "Ink",
+                  "Jackets", "Kettles", "Lamps", "Mirrors"],
+    },
+    "cloud hosting": {
+        "item": "virtual machine", "bin": "server", "unit": "GB of RAM", "stem": "Server", "capacity": (64, 256),
+        "items": ["WebFront", "Database", "Cache", "Search", "Queue", "Auth", "Billing", "Reports", "Mail",
+                  "Backup", "Metrics", "Logs", "Scheduler"],
+    },
+    "lumber cutting": {
+        "item": "piece", "bin": "board", "unit": "cm", "stem": "Board", "capacity": (300, 600),
+        "items": ["Leg1", "Leg2", "Rail1", "Rail2", "Shelf1", "Shelf2", "Slat1", "Slat2", "Post1", "Post2",
+                  "Beam1", "Beam2", "Brace1"],
+    },
+}
+
+
+def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
+    """Number of bins first-fit decreasing uses (an upper bound on the optimum)."""
+    loads: list[int] = []
+    for s in sorted(sizes.values(), reverse=True):
+        for k, load in enumerate(loads):
+            if load + s <= capacity:
+                loads[k] += s
+                break
+        else:
+            loads.append(s)
+    return len(loads)
+
+
+@register
+class BinPacking(Family):
+    name = "bin_packing"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        vocab = _DOMAINS[domain]
+        items = names(vocab["items"], 3 + 2 * difficulty, "Item")
+        lo, hi = vocab["capacity"]
+        capacity = int(rng.integers(lo, hi + 1))
+        # 25-60% of a bin each: at least two bins are always needed, and several items share a bin.
+        size = {i: int(rng.integers(capacity // 4, capacity * 3 // 5 + 1)) for i in items}
+        n_bins = first_fit_decreasing(size, capacity)
+        return {"items": items, "size": size, "capacity": capacity, "bins": [f"{vocab['stem']}{k + 1}"
+                                                                             for k in range(n_bins)]}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        need = -(-sum(data["size"].values()) // data["capacity"])  # ceil: total size over capacity
+        stem = data["bins"][0].rstrip("0123456789")
+        return {**data, "bins": [f"{stem}{k + 1}" for k in range(need - 1)]}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("bin_packing")
+        items = b.add_set("items", data["items"], "items to pack")
+        bins = b.add_set("bins", data["bins"], "available bins, used in order")
+        b.add_param("size", data["size"], ("items",), "size units", "size of an item")
+        b.add_param("capacity", data["capacity"], (), "size units", "capacity of every bin")
+        b.add_param("n_bins", len(bins), (), "bins", "number of bins available")
+        put = b.add_vars("put", ("items", "bins"), VarType.BINARY, description="1 if the item goes into the bin")
+        use = b.add_vars("use", ("bins",), VarType.BINARY, description="1 if the bin is used")
+        b.con_group("assign", ("items",), "every item goes into exactly one bin")
+        for i in items:
+            b.add_constr("assign", (i,), [(put[(i, k)], 1) for k in bins], "==", 1)
+        b.con_group("capacity", ("bins",), "a used bin holds at most its capacity; an unused bin holds nothing")
+        for k in bins:
+            b.add_constr("capacity", (k,), [(put[(i, k)], data["size"][i]) for i in items]
+                         + [(use[(k,)], -data["capacity"])], "<=", 0)
+        b.con_group("use_in_order", ("bins",), "bin k+1 is used only if bin k is (removes symmetric packings)")
+        for k, nxt in zip(bins[:-1], bins[1:], strict=True):
+            b.add_constr("use_in_order", (nxt,), [(use[(nxt,)], 1), (use[(k,)], -1)], "<=", 0)
+        b.set_objective("minimize", [(use[(k,)], 1) for k in bins], description="number of bins used")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        items, unit, cap, k = data["items"], v["unit"], n(data["capacity"]), n(len(data["bins"]))
+        sizes = ", ".join(f"{i} {n(data['size'][i])}" for i in items)
+        if template == 0:
+            return (f"In {domain}, {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
+                    f"are: {sizes}. Every {v['bin']} holds at most {cap} {unit}, and {k} {v['bin']}s are available. "
+                    f"Each {v['item']} goes into exactly one {v['bin']} and cannot be split. Use as few {v['bin']}s "
+                    "as possible.")
+        if template == 1:
+            return (f"Minimise the number of {v['bin']}s (capacity {cap} {unit} each; {k} available) needed to hold "
+                    f"{join(items)}, of sizes {sizes} {unit}.")
+        if template == 2:
+            rows = [[i, data["size"][i]] for i in items]
+            return (f"Bin packing ({domain}). {k} identical {v['bin']}s of capacity {cap} {unit} are available.\n\n"
+                    f"{table([v['item'].capitalize(), f'Size ({unit})'], rows)}\n\nAssign each {v['item']} to one "
+                    f"{v['bin']} and minimise the number of {v['bin']}s used.")
+        return (f"How few {v['bin']}s can hold all of these {v['item']}s: {sizes} ({unit})? A {v['bin']} takes up to "
+                f"{cap} {unit}; there are {k} of them. No {v['item']} may be divided.")

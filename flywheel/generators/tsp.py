@@ -1,0 +1,111 @@
+"""Small travelling salesman (MILP, MTZ): the shortest round trip from a depot through every stop, within a
+maximum route length.
+
+Miller-Tucker-Zemlin subtour elimination: continuous order ``u[s]`` in [1, n-1] for every stop and
+``u[i] - u[j] + (n-1) x[i,j] <= n-2``; the ``n-1`` is a modeller's constant, a derived parameter. The length limit
+is the length of the visiting-order tour, so the instance is feasible. Infeasible variant: the limit is below the sum
+over places of their shortest outgoing distance, which every tour must pay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+# Place names carry no underscore, so a route name ``From_To`` reads unambiguously.
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "parcel delivery": {
+        "depot": "Depot", "stop": "customer", "unit": "km", "who": "a delivery van",
+        "stops": ["Bakery", "School", "Library", "Garage", "Museum", "Florist", "Dentist", "Pharmacy"],
+    },
+    "sales territory": {
+        "depot": "Boston", "stop": "client city", "unit": "miles", "who": "a sales representative",
+        "stops": ["Albany", "Hartford", "Providence", "Portland", "Concord", "Worcester", "Springfield", "Burlington"],
+    },
+    "circuit board drilling": {
+        "depot": "Home", "stop": "hole", "unit": "mm", "who": "a drilling robot's head",
+        "stops": ["H1", "H2", "H3", "H4", "H5", "H6", "H7", "H8"],
+    },
+}
+
+
+@register
+class TSP(Family):
+    name = "tsp"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        vocab = _DOMAINS[domain]
+        places = [vocab["depot"], *names(vocab["stops"], 3 + difficulty, "Stop")]
+        xy = rng.integers(0, 100, size=(len(places), 2))
+        dist = {a: {b: max(1, int(round(float(np.linalg.norm(xy[i] - xy[j]))))) for j, b in enumerate(places)
+                    if i != j} for i, a in enumerate(places)}
+        tour = sum(dist[a][b] for a, b in zip(places, places[1:] + places[:1], strict=True))
+        return {"places": places, "dist": dist, "max_length": tour + int(rng.integers(0, 20))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        floor = sum(min(row.values()) for row in data["dist"].values())
+        return {**data, "max_length": floor - int(rng.integers(1, 10))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("tsp")
+        places = data["places"]
+        b.add_set("places", places, "the depot (first) and the stops")
+        stops = b.add_set("stops", places[1:], "places other than the depot")
+        pairs = [(a, c) for a in places for c in places if a != c]
+        routes = b.add_set("routes", [f"{a}_{c}" for a, c in pairs], "direct legs From_To")
+        n = len(places)
+        b.add_param("dist", {f"{a}_{c}": data["dist"][a][c] for a, c in pairs}, ("routes",), "distance",
+                    "length of a leg")
+        b.add_param("max_length", data["max_length"], (), "distance", "longest allowed round trip")
+        b.add_param("mtz_n_minus_1", n - 1, (), "", "n - 1, the MTZ coefficient (n places)", derived=True)
+        x = b.add_vars("travel", ("routes",), VarType.BINARY, description="1 if the leg is driven")
+        u = b.add_vars("order", ("stops",), lb=1, ub=n - 1, description="position of a stop in the tour (MTZ)")
+        leg = dict(zip(pairs, routes, strict=True))
+        b.con_group("leave", ("places",), "leave every place exactly once")
+        b.con_group("enter", ("places",), "enter every place exactly once")
+        for a in places:
+            b.add_constr("leave", (a,), [(x[(leg[(a, c)],)], 1) for c in places if c != a], "==", 1)
+            b.add_constr("enter", (a,), [(x[(leg[(c, a)],)], 1) for c in places if c != a], "==", 1)
+        b.con_group("mtz", ("routes",), "no subtour among the stops: order[j] >= order[i] + 1 if i -> j is driven")
+        for a, c in pairs:
+            if a in stops and c in stops:
+                b.add_constr("mtz", (leg[(a, c)],), [(u[(a,)], 1), (u[(c,)], -1), (x[(leg[(a, c)],)], n - 1)],
+                             "<=", n - 2)
+        dist_terms = [(x[(leg[p],)], data["dist"][p[0]][p[1]]) for p in pairs]
+        b.con_group("max_length", (), "the round trip is no longer than allowed")
+        b.add_constr("max_length", (), dist_terms, "<=", data["max_length"])
+        b.set_objective("minimize", dist_terms, description="total distance travelled")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        places, dist, unit = data["places"], data["dist"], v["unit"]
+        depot, stops = places[0], places[1:]
+        legs = "; ".join(f"{a} to {c} {n(dist[a][c])}" for a in places for c in places if a != c)
+        grid = table(["From \\ To"] + places, [[a] + [dist[a][c] if c != a else "-" for c in places] for a in places])
+        limit = f"{n(data['max_length'])} {unit}"
+        if template == 0:
+            return (f"{v['who'].capitalize()} starts at {depot}, must visit each {v['stop']} ({join(stops)}) exactly "
+                    f"once and return to {depot}. Distances in {unit} (the same in both directions): {legs}. The trip may be at "
+                    f"most {limit} long. Find the shortest round trip.")
+        if template == 1:
+            return (f"Solve a travelling salesman problem for {domain} with {len(places)} places. Distance table "
+                    f"({unit}, row = from, column = to):\n\n{grid}\n\nThe tour starts and ends at {depot}, visits "
+                    f"every other place once, and cannot exceed {limit}. Minimise its length.")
+        if template == 2:
+            return (f"Plan the route of {v['who']} ({domain}). Leg lengths ({unit}): {legs}. Start and finish at "
+                    f"{depot}; each of {join(stops)} is visited exactly once; the total must not exceed {limit}. "
+                    "What order minimises the distance?")
+        return (f"What is the shortest closed tour from {depot} through all of {join(stops)}? The longest tour "
+                f"allowed is {limit}.\n\n{grid}\n\n(Distances in {unit}; entry in row i, column j is the distance "
+                "from i to j.)")
