@@ -82,9 +82,9 @@ register_table(TableSpec(
 
 register_table(TableSpec(
     "round_items",
-    _cols(("idx", INT), ("problem_id", S), ("family", S), ("seed", INT)),
+    _cols(("idx", INT), ("problem_id", S), ("family", S), ("seed", INT), ("api", S), ("attempt_id", S)),
     key=("round", "idx"),
-    doc="which problem is item idx of a round: the round's sample-level progress for the generate stage",
+    doc="item idx of a round: its problem and reference attempt (the generate stage's commit marker)",
 ))
 
 register_table(TableSpec(

@@ -220,15 +220,16 @@ class Store:
 
     # ---- reading ------------------------------------------------------------------------------------------
 
-    def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
-        """Run SQL against the views; the result as an Arrow table. A SQL error is a ``StoreError``."""
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+        """Run SQL against the views (``?`` or ``$name`` parameters); an Arrow table. A SQL error is a ``StoreError``."""
         try:
-            rel = self.con.sql(sql, params=list(params) if params else None)
+            args = (dict(params) if isinstance(params, Mapping) else list(params)) if params else None
+            rel = self.con.sql(sql, params=args)
             return rel.to_arrow_table() if rel is not None else pa.table({})
         except duckdb.Error as exc:
             raise StoreError(f"SQL error: {_first_line(exc)}", culprit="sql") from None
 
-    def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+    def scalar(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
         result = self.query(sql, params)
         return result.column(0)[0].as_py() if result.num_rows and result.num_columns else None
 

@@ -1,0 +1,115 @@
+"""``flywheel run-round``: generate, ground-truth, render, execute, check and store one round (resumable)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flywheel.config import load_config
+from flywheel.round import RoundOutcome, RoundPlan, run_round
+from flywheel.store import Store
+
+STAGE_LABELS = {"generate": "generate + ground truth", "execute": "run reference programs",
+                "contracts": "contracts"}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run-round")
+    def run_round_cmd(
+        store: Path | None = typer.Option(None, "--store", help="store directory [default: flywheel-store]"),
+        problems: int | None = typer.Option(None, "--problems", help="problems to generate [default: 200]"),
+        families: str | None = typer.Option(None, "--families", help="comma-separated families [default: all]"),
+        seed: int | None = typer.Option(None, "--seed", help="round seed [default: 0]"),
+        workers: int | None = typer.Option(None, "--workers", help="parallel workers [default: cores]"),
+        config: Path | None = typer.Option(None, "--config", help="TOML config file"),
+        api: str | None = typer.Option(None, "--api", help="solver API of reference programs, or 'rotate'"),
+        difficulty: int | None = typer.Option(None, "--difficulty", help="fixed difficulty 1-5 [default: drawn]"),
+        infeasible_share: float | None = typer.Option(None, "--infeasible-share",
+                                                      help="share of deliberately infeasible instances"),
+        suite: str | None = typer.Option(None, "--suite", help="contract suite [default: 'default' if any]"),
+        fmt: str = typer.Option("table", "--format", help="table | json (summary)"),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
+    ) -> None:
+        """Generate N verified problems, run their reference programs in the sandbox, and store everything.
+
+        Re-running the same command resumes an interrupted round (or reports a finished one) without duplicates.
+        """
+        fam_list = [f.strip() for f in families.split(",") if f.strip()] if families is not None else None
+        cfg = load_config(config, overrides={
+            "round": {"problems": problems, "families": fam_list, "seed": seed, "workers": workers, "api": api,
+                      "difficulty": difficulty, "infeasible_share": infeasible_share},
+            "store": {"path": str(store) if store is not None else None},
+        })
+        plan = RoundPlan.from_config(cfg, suite=suite)  # unknown family / API fail here, before the store
+        console = Console(stderr=fmt == "json")
+        with Store.open(cfg.store.path) as st:
+            outcome = _run_with_progress(st, plan, cfg.round.workers, console, progress and fmt != "json")
+        if fmt == "json":
+            typer.echo(json.dumps({"round": outcome.round, "status": outcome.status, "store": cfg.store.path,
+                                   "seconds": round(outcome.seconds, 2), "families": outcome.summary,
+                                   "notes": outcome.notes}, indent=1, default=str))
+            return
+        print_summary(console, outcome, cfg.store.path)
+
+
+def _run_with_progress(store: Store, plan: RoundPlan, workers: int | None, console: Console,
+                       show: bool) -> RoundOutcome:
+    if not show:
+        return run_round(store, plan, workers)
+    with Progress(TextColumn("{task.description:<26}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def set_total(stage: str, n: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(STAGE_LABELS.get(stage, stage), total=n)
+            else:
+                bar.update(tasks[stage], total=n)
+
+        def advance(stage: str, n: int) -> None:
+            if stage not in tasks:
+                set_total(stage, 0)
+            bar.advance(tasks[stage], n)
+
+        return run_round(store, plan, workers, progress=advance, set_total=set_total)
+
+
+def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> None:
+    rows = outcome.summary
+    contracts_ran = any(r["checked"] for r in rows)
+    verb = {"new": "finished", "resumed": "resumed and finished", "complete": "was already complete"}[outcome.status]
+    table = Table(title=f"round {outcome.round} {verb} in {outcome.seconds:.1f} s  ({store_path})")
+    cols = ["family", "generated", "verified", "disputed", "infeasible", "executed", "reproduced",
+            "median solve ms"] + (["accepted", "rejected"] if contracts_ran else [])
+    for c in cols:
+        table.add_column(c, justify="left" if c == "family" else "right")
+    totals = {c: 0 for c in cols[1:7]} | {"accepted": 0, "rejected": 0}
+    for r in rows:
+        cells = [r["family"], *(str(r[k]) for k in ("generated", "verified", "disputed", "infeasible", "executed",
+                                                     "reproduced")),
+                 f"{r['median_solve_ms']:.1f}" if r["median_solve_ms"] is not None else "-"]
+        if contracts_ran:
+            cells += [str(r["accepted"]), str(r["rejected"])]
+        for k in totals:
+            totals[k] += r.get(k.replace(" ", "_"), 0) or 0
+        table.add_row(*cells)
+    table.add_section()
+    total_cells = [f"all ({len(rows)} families)", *(str(totals[k]) for k in cols[1:7]), ""]
+    if contracts_ran:
+        total_cells += [str(totals["accepted"]), str(totals["rejected"])]
+    table.add_row(*total_cells, style="bold")
+    console.print(table)
+    for note in outcome.notes:
+        console.print(f"[yellow]note[/]: {note}", highlight=False)
+    s = f" --store {store_path}" if store_path != "flywheel-store" else ""
+    console.print("next:", highlight=False)
+    for cmd in (f'flywheel sql{s} "select family, count(*) from problems group by 1"',
+                f'flywheel sql{s} "select family, exec_status, count(*) from samples group by all order by 1"',
+                f"flywheel store check{s}",
+                f"flywheel run-round{s} --seed N   # a new round: same flags, another seed"):
+        console.print(f"  {cmd}", highlight=False, soft_wrap=True)
