@@ -162,6 +162,7 @@ class Execution(Record):
     max_rss_mb: float = 0.0
     error: str = ""  # one-line explanation of a non-ok status
     isolation: str = ""  # what isolation was in force (e.g. "bwrap+netns+seccomp+cgroup"), for lineage
+    returned: Any = None  # JSON value returned by a function-style program's entry (e.g. ComplexOR's solve())
 
     @property
     def final_solve(self) -> SolveCall | None:

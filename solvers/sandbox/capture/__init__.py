@@ -1,0 +1,318 @@
+"""Solver-call capture: wrap the solve entry points of every supported solver API before user code runs.
+
+Each ``capture/<api>.py`` module registers itself with ``@hook(api, modules)``: when one of ``modules`` is
+imported (pre-imported by a warm worker, or imported later by the program), its installer wraps the solve
+methods via ``patch``. A wrapper runs the real solve, then describes what the solver concluded as a
+``SolveCall``-shaped dict and hands it to the sink (the sandbox's authenticated channel). Nothing here reads
+stdout: a program printing "Optimal objective: 42" changes nothing.
+
+Wrappers are reentrancy-guarded per thread: only the outermost solve call is recorded, so pyomo calling highspy,
+or ``CpSolver.Solve`` calling ``CpSolver.solve``, gives one record, the one the program asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import math
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from solvers.records import SolveStatus
+
+# Set by the sandbox child before user code runs: called with one dict per captured solve call.
+_state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000}
+_guard = threading.local()
+
+
+@dataclass
+class Hook:
+    api: str
+    modules: tuple[str, ...]
+    install: Callable[[], None]
+    installed: bool = False
+
+
+HOOKS: dict[str, Hook] = {}
+# (owner, attribute, wrapper) of every patch made: verify() checks each is still in place (tamper detection).
+PATCHES: list[tuple[Any, str, Any]] = []
+_WRAPPERS: set[int] = set()
+
+
+def hook(api: str, modules: tuple[str, ...]) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    """Register an installer for ``api``; it runs once the first of ``modules`` is importable and imported."""
+
+    def register(install: Callable[[], None]) -> Callable[[], None]:
+        HOOKS[api] = Hook(api, modules, install)
+        return install
+
+    return register
+
+
+@dataclass
+class Described:
+    """What a solve-call describer returns; converted to a SolveCall dict by the wrapper."""
+
+    status: SolveStatus
+    solver: str = ""
+    solver_version: str = ""
+    objective: float | None = None
+    bound: float | None = None
+    mip_gap: float | None = None
+    solution: dict[str, float] = field(default_factory=dict)
+    n_vars: int = 0
+    n_int_vars: int = 0
+    n_bin_vars: int = 0
+    n_constraints: int = 0
+    solve_time_s: float | None = None
+    model_mps: str | None = None
+    sense: str | None = None
+
+
+def finite(x: Any) -> float | None:
+    """A float, or None for missing / NaN / infinite values (solvers report 'no bound' as +-inf or 1e100)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(v) or math.isinf(v) or abs(v) >= 1e30:
+        return None
+    return v
+
+
+def mps_path(suffix: str = ".mps") -> str | None:
+    """A scratch path for an MPS export, or None when export is disabled."""
+    if not _state["capture_mps"] or _state["mps_dir"] is None:
+        return None
+    return os.path.join(_state["mps_dir"], f".flywheel-capture-{os.getpid()}-{time.monotonic_ns()}{suffix}")
+
+
+def read_and_remove(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def capped_solution(pairs: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    limit = _state["max_solution"]
+    for name, value in pairs:
+        v = finite(value)
+        if v is not None:
+            out[str(name)] = v
+        if len(out) >= limit:
+            break
+    return out
+
+
+# Licence-size errors of the bundled size-limited licences (gurobipy: "Model too large for size-limited license";
+# CPLEX community: "1016: Community Edition. Problem size limits exceeded"; COPT: size-limited licence messages).
+LICENSE_RE = re.compile(r"size-limited licen|size limited licen|limits exceeded|community edition|error\s*1016|"
+                        r"too large for .*licen|licen[cs]e.*(size|limit)", re.IGNORECASE)
+
+
+def is_license_error(exc: BaseException) -> bool:
+    return bool(LICENSE_RE.search(f"{type(exc).__name__}: {exc}"))
+
+
+def license_or_error(args: tuple[Any, ...], exc: BaseException) -> Described | None:
+    """Default ``describe_error``: licence-size errors become ``license_limit``; others stay ``error``."""
+    return Described(status=SolveStatus.LICENSE_LIMIT if is_license_error(exc) else SolveStatus.ERROR)
+
+
+def emit(record: dict[str, Any]) -> None:
+    sink = _state["sink"]
+    if sink is not None:
+        sink(record)
+
+
+def _to_record(api: str, d: Described, elapsed: float) -> dict[str, Any]:
+    return {
+        "api": api, "solver": d.solver, "solver_version": d.solver_version, "status": str(d.status),
+        "objective": finite(d.objective), "bound": finite(d.bound), "mip_gap": finite(d.mip_gap),
+        "solution": d.solution, "n_vars": int(d.n_vars), "n_int_vars": int(d.n_int_vars),
+        "n_bin_vars": int(d.n_bin_vars), "n_constraints": int(d.n_constraints),
+        "solve_time_s": float(d.solve_time_s if d.solve_time_s is not None else elapsed),
+        "model_mps": d.model_mps, "sense": d.sense,
+    }
+
+
+def wrap_solve(
+    api: str,
+    original: Callable[..., Any],
+    describe: Callable[[tuple[Any, ...], dict[str, Any], Any], Described],
+    describe_error: Callable[[tuple[Any, ...], BaseException], Described | None] | None = None,
+) -> Callable[..., Any]:
+    """Wrap a solve entry point: run it, then emit a description of what the solver concluded.
+
+    ``describe(args, kwargs, result)`` builds the description; if it fails, an ``error``-status record with the
+    reason is emitted rather than losing the call. If the solve itself raises, ``describe_error`` may classify it
+    (licence-size errors become ``license_limit``), and the exception propagates to the program unchanged.
+    """
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_guard, "depth", 0) > 0:
+            return original(*args, **kwargs)
+        _guard.depth = 1
+        start = time.perf_counter()
+        try:
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                desc = None
+                if describe_error is not None:
+                    try:
+                        desc = describe_error(args, exc)
+                    except Exception:  # describing must never mask the program's own exception
+                        desc = None
+                desc = desc or Described(status=SolveStatus.ERROR)
+                emit(_to_record(api, desc, time.perf_counter() - start) | {"error": f"{type(exc).__name__}: {exc}"[:500]})
+                raise
+            elapsed = time.perf_counter() - start
+            try:
+                desc = describe(args, kwargs, result)
+                rec = _to_record(api, desc, elapsed)
+            except Exception as exc:  # a describer bug is recorded, never hidden
+                rec = _to_record(api, Described(status=SolveStatus.ERROR), elapsed)
+                rec["error"] = f"capture failed: {type(exc).__name__}: {exc}"[:500]
+            emit(rec)
+            return result
+        finally:
+            _guard.depth = 0
+
+    _WRAPPERS.add(id(wrapper))
+    wrapper.__flywheel_capture__ = api  # type: ignore[attr-defined]
+    return wrapper
+
+
+def patch(owner: Any, attr: str, wrapper: Callable[..., Any]) -> None:
+    setattr(owner, attr, wrapper)
+    PATCHES.append((owner, attr, wrapper))
+
+
+def verify() -> list[str]:
+    """Every patch still in place? Returns one line per hook that was replaced, unwrapped or deleted."""
+    problems = []
+    for owner, attr, wrapper in PATCHES:
+        current = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
+        if isinstance(current, staticmethod | classmethod):
+            current = current.__func__
+        if current is not wrapper:
+            name = getattr(owner, "__qualname__", getattr(owner, "__name__", repr(owner)))
+            problems.append(f"{name}.{attr} was replaced")
+    for hook_ in HOOKS.values():
+        if hook_.installed:
+            for mod in hook_.modules:
+                if mod in _original_modules and sys.modules.get(mod) is not _original_modules[mod]:
+                    problems.append(f"sys.modules[{mod!r}] was replaced")
+    return problems
+
+
+_original_modules: dict[str, Any] = {}
+
+
+def install_available(preload: bool) -> list[str]:
+    """Install every hook whose modules are already imported (or, with ``preload``, importable now)."""
+    done = []
+    for hook_ in HOOKS.values():
+        if hook_.installed:
+            continue
+        mods_present = all(m in sys.modules for m in hook_.modules)
+        if not mods_present and preload:
+            try:
+                for m in hook_.modules:
+                    importlib.import_module(m)
+                mods_present = True
+            except Exception:  # a solver library that is not installed simply is not captured
+                mods_present = False
+        if mods_present:
+            hook_.install()
+            hook_.installed = True
+            for m in hook_.modules:
+                _original_modules[m] = sys.modules[m]
+            done.append(hook_.api)
+    return done
+
+
+class _PostImportFinder:
+    """A meta-path finder that installs a hook right after its library is imported by the program."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        watched = {m for h in HOOKS.values() if not h.installed for m in h.modules}
+        if name not in watched:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        real_exec = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            real_exec(module)
+            sys.modules[name] = module
+            _after_import()
+
+        try:
+            loader.exec_module = exec_module  # type: ignore[method-assign]
+        except (AttributeError, TypeError):
+            return spec
+        return spec
+
+
+def _after_import() -> None:
+    for hook_ in HOOKS.values():
+        if not hook_.installed and all(m in sys.modules for m in hook_.modules):
+            try:
+                hook_.install()
+                hook_.installed = True
+                for m in hook_.modules:
+                    _original_modules[m] = sys.modules[m]
+            except Exception:
+                pass
+
+
+def install_import_hook() -> None:
+    sys.meta_path.insert(0, _PostImportFinder())
+
+
+def load_hook_modules() -> None:
+    """Import the capture/<api>.py modules so that they register; cheap (they import solver libs lazily)."""
+    from solvers.sandbox.capture import (  # noqa: F401
+        copt,
+        cplex,
+        gurobi,
+        highs,
+        ortools,
+        pulp_,
+        pyomo_,
+    )
+
+
+def configure(sink: Callable[[dict[str, Any]], None] | None, mps_dir: str | None, capture_mps: bool,
+              max_solution: int) -> None:
+    _state.update(sink=sink, mps_dir=mps_dir, capture_mps=capture_mps, max_solution=max_solution)
+
+
+def is_wrapper(obj: Any) -> bool:
+    return id(obj) in _WRAPPERS

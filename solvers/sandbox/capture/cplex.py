@@ -1,0 +1,68 @@
+"""docplex: ``docplex.mp.model.Model.solve``. CPLEX status codes from the CPLEX callable library reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvers.records import SolveStatus
+from solvers.sandbox.capture import (
+    Described,
+    capped_solution,
+    hook,
+    license_or_error,
+    mps_path,
+    patch,
+    read_and_remove,
+    wrap_solve,
+)
+
+_STATUS = {1: SolveStatus.OPTIMAL, 101: SolveStatus.OPTIMAL, 102: SolveStatus.OPTIMAL,  # 102: optimal within gap
+           2: SolveStatus.UNBOUNDED, 118: SolveStatus.UNBOUNDED, 3: SolveStatus.INFEASIBLE,
+           103: SolveStatus.INFEASIBLE, 4: SolveStatus.INF_OR_UNBD, 119: SolveStatus.INF_OR_UNBD,
+           5: SolveStatus.NUMERIC, 6: SolveStatus.NUMERIC, 13: SolveStatus.INTERRUPTED, 113: SolveStatus.INTERRUPTED}
+_LIMITS = {10, 11, 12, 104, 105, 106, 107, 108, 109, 110, 111, 112}
+
+
+def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
+    m = args[0]
+    details = m.solve_details
+    code = int(getattr(details, "status_code", -1) or -1)
+    if code in _LIMITS:
+        status = SolveStatus.TIME_LIMIT_WITH_SOLUTION if result is not None else SolveStatus.TIME_LIMIT_NO_SOLUTION
+    else:
+        status = _STATUS.get(code, SolveStatus.ERROR)
+    version = ""
+    try:
+        import cplex
+
+        version = cplex.__version__
+    except Exception:
+        pass
+    d = Described(status=status, solver="cplex", solver_version=version, n_vars=m.number_of_variables,
+                  n_int_vars=m.number_of_integer_variables + m.number_of_binary_variables,
+                  n_bin_vars=m.number_of_binary_variables, n_constraints=m.number_of_constraints,
+                  solve_time_s=getattr(details, "time", None),
+                  sense="maximize" if m.objective_sense.is_maximize() else "minimize")
+    if result is not None:
+        d.objective = result.objective_value
+        d.solution = capped_solution((v.name or f"x{v.index}", result.get_value(v)) for v in m.iter_variables())
+        if m.number_of_integer_variables + m.number_of_binary_variables:
+            d.bound = getattr(details, "best_bound", None)
+            d.mip_gap = getattr(details, "mip_relative_gap", None)
+        else:
+            d.bound = d.objective
+    path = mps_path("")
+    if path is not None:
+        try:
+            written = m.export_as_mps(path=path + ".mps")
+        except Exception:
+            written = None
+        d.model_mps = read_and_remove(written if isinstance(written, str) else path + ".mps")
+    return d
+
+
+@hook("docplex", ("docplex.mp.model",))
+def install() -> None:
+    from docplex.mp.model import Model
+
+    patch(Model, "solve", wrap_solve("docplex", Model.solve, _describe, license_or_error))

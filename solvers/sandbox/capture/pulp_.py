@@ -1,0 +1,58 @@
+"""PuLP: ``LpProblem.solve``. ``sol_status`` distinguishes optimal (1) from feasible-at-a-limit (2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvers.records import SolveStatus
+from solvers.sandbox.capture import (
+    Described,
+    capped_solution,
+    hook,
+    license_or_error,
+    mps_path,
+    patch,
+    read_and_remove,
+    wrap_solve,
+)
+
+_SOL = {1: SolveStatus.OPTIMAL, 2: SolveStatus.TIME_LIMIT_WITH_SOLUTION, -1: SolveStatus.INFEASIBLE,
+        -2: SolveStatus.UNBOUNDED, 0: SolveStatus.TIME_LIMIT_NO_SOLUTION, -3: SolveStatus.ERROR}
+_STATUS = {1: SolveStatus.OPTIMAL, -1: SolveStatus.INFEASIBLE, -2: SolveStatus.UNBOUNDED, 0: SolveStatus.ERROR,
+           -3: SolveStatus.ERROR}
+
+
+def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
+    import pulp
+
+    prob = args[0]
+    sol = getattr(prob, "sol_status", None)
+    status = _SOL.get(sol, _STATUS.get(prob.status, SolveStatus.ERROR)) if sol is not None else \
+        _STATUS.get(prob.status, SolveStatus.ERROR)
+    variables = prob.variables()
+    ints = [v for v in variables if v.cat == pulp.LpInteger]
+    solver = args[1] if len(args) > 1 else kwargs.get("solver") or getattr(prob, "solver", None)
+    d = Described(status=status, solver=str(getattr(solver, "name", "pulp")).lower(),
+                  solver_version=getattr(pulp, "__version__", ""), n_vars=len(variables), n_int_vars=len(ints),
+                  n_bin_vars=sum(1 for v in ints if v.lowBound == 0 and v.upBound == 1),
+                  n_constraints=len(prob.constraints), solve_time_s=getattr(prob, "solutionTime", None),
+                  sense="maximize" if prob.sense == pulp.LpMaximize else "minimize")
+    if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT_WITH_SOLUTION):
+        d.objective = pulp.value(prob.objective)
+        d.solution = capped_solution((v.name, v.varValue) for v in variables)
+        d.bound = d.objective if not ints else None
+    path = mps_path()
+    if path is not None:
+        try:
+            prob.writeMPS(path)
+        except Exception:
+            pass
+        d.model_mps = read_and_remove(path)
+    return d
+
+
+@hook("pulp", ("pulp",))
+def install() -> None:
+    import pulp
+
+    patch(pulp.LpProblem, "solve", wrap_solve("pulp", pulp.LpProblem.solve, _describe, license_or_error))

@@ -1,0 +1,132 @@
+"""pyomo: every solver object's ``solve`` (legacy ``SolverFactory`` plugins, appsi and ``pyomo.contrib.solver``).
+
+Solver classes are many and plugin-registered, so the hook wraps ``SolverFactory.__call__`` and patches the
+class of each solver it hands out, plus the appsi / contrib solver classes programs instantiate directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvers.records import SolveStatus
+from solvers.sandbox.capture import (
+    Described,
+    capped_solution,
+    hook,
+    license_or_error,
+    mps_path,
+    patch,
+    read_and_remove,
+    wrap_solve,
+)
+
+_TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
+       "convergencecriteriasatisfied": SolveStatus.OPTIMAL, "feasible": SolveStatus.TIME_LIMIT_WITH_SOLUTION,
+       "infeasible": SolveStatus.INFEASIBLE, "provenInfeasible": SolveStatus.INFEASIBLE,
+       "locallyinfeasible": SolveStatus.INFEASIBLE, "unbounded": SolveStatus.UNBOUNDED,
+       "infeasibleorunbounded": SolveStatus.INF_OR_UNBD, "interrupted": SolveStatus.INTERRUPTED,
+       "userinterrupt": SolveStatus.INTERRUPTED, "numericalerror": SolveStatus.NUMERIC}
+_LIMIT_WORDS = ("limit", "maxtime", "maxiterations", "maxevaluations", "iterationlimit", "minstepLength")
+_patched: set[type] = set()
+
+
+def _termination(result: Any) -> str:
+    for path in (("termination_condition",), ("solver", "termination_condition")):
+        obj = result
+        try:
+            for attr in path:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            continue
+        return getattr(obj, "name", str(obj)).lower()
+    return "unknown"
+
+
+def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
+    import pyomo.environ as pe
+
+    solver, model = args[0], (args[1] if len(args) > 1 else kwargs.get("model"))
+    tc = _termination(result)
+    variables = list(model.component_data_objects(pe.Var, active=True, descend_into=True))
+    has_values = any(v.value is not None for v in variables)
+    if tc in _TC:
+        status = _TC[tc]
+    elif any(w.lower() in tc for w in _LIMIT_WORDS):
+        status = SolveStatus.TIME_LIMIT_WITH_SOLUTION if has_values else SolveStatus.TIME_LIMIT_NO_SOLUTION
+    else:
+        status = SolveStatus.ERROR
+    objectives = list(model.component_data_objects(pe.Objective, active=True, descend_into=True))
+    n_int = sum(1 for v in variables if v.is_integer() or v.is_binary())
+    try:
+        version = ".".join(map(str, solver.version()))
+    except Exception:
+        version = ""
+    d = Described(status=status, solver=str(getattr(solver, "name", type(solver).__name__)).lower(),
+                  solver_version=version, n_vars=len(variables), n_int_vars=n_int,
+                  n_bin_vars=sum(1 for v in variables if v.is_binary()),
+                  n_constraints=sum(1 for _ in model.component_data_objects(pe.Constraint, active=True,
+                                                                              descend_into=True)),
+                  sense=("maximize" if objectives[0].sense == pe.maximize else "minimize") if objectives else None)
+    if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT_WITH_SOLUTION) and has_values:
+        if objectives:
+            d.objective = pe.value(objectives[0], exception=False)
+        d.solution = capped_solution((v.name, v.value) for v in variables if v.value is not None)
+        bound = getattr(result, "best_objective_bound", None)
+        if bound is None:
+            problem = getattr(result, "problem", None)
+            if problem is not None:
+                bound = problem.upper_bound if d.sense == "maximize" else problem.lower_bound
+        d.bound = bound
+        if n_int == 0 and d.bound is None:
+            d.bound = d.objective
+    wall = getattr(getattr(result, "timing_info", None), "wall_time", None)
+    if wall is None:
+        wall = getattr(getattr(result, "solver", None), "wallclock_time", None) or \
+            getattr(getattr(result, "solver", None), "time", None)
+    try:
+        d.solve_time_s = float(wall) if wall is not None else None
+    except (TypeError, ValueError):
+        d.solve_time_s = None
+    path = mps_path()
+    if path is not None:
+        try:
+            model.write(path, format="mps", io_options={"symbolic_solver_labels": True})
+        except Exception:
+            pass
+        d.model_mps = read_and_remove(path)
+    return d
+
+
+def _patch_class(cls: type) -> None:
+    """Wrap the ``solve`` that instances of ``cls`` use (once per class)."""
+    if cls in _patched or not callable(getattr(cls, "solve", None)):
+        return
+    _patched.add(cls)
+    patch(cls, "solve", wrap_solve("pyomo", cls.solve, _describe, license_or_error))
+
+
+@hook("pyomo", ("pyomo.environ",))
+def install() -> None:
+    import pyomo.environ as pe
+
+    factory_cls = type(pe.SolverFactory)
+    original_call = factory_cls.__call__
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        solver = original_call(self, *args, **kwargs)
+        if solver is not None:
+            _patch_class(type(solver))
+        return solver
+
+    patch(factory_cls, "__call__", call)
+    for modname in ("pyomo.contrib.appsi.solvers", "pyomo.contrib.solver.solvers.highs",
+                    "pyomo.contrib.solver.solvers.gurobi_direct", "pyomo.contrib.solver.solvers.ipopt"):
+        try:
+            import importlib
+
+            mod = importlib.import_module(modname)
+        except Exception:
+            continue
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and "solve" in vars(obj) and obj.__module__.startswith("pyomo"):
+                _patch_class(obj)

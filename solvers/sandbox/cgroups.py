@@ -1,0 +1,124 @@
+"""Memory and process-count caps per worker slot through cgroups (v1 ``memory`` + ``pids`` controllers, or v2).
+
+The parent creates one cgroup per worker slot under its own cgroup and sets the caps; the worker's children join
+it before dropping privileges. RLIMIT_AS is not used: it breaks OpenBLAS and solver thread creation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+ROOT = "/sys/fs/cgroup"
+
+
+def _own_path(controller: str) -> str | None:
+    """This process's cgroup path for a v1 controller ('' for v2), from /proc/self/cgroup."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            for line in fh:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                if controller in ctrls.split(",") or (controller == "" and ctrls == ""):
+                    return path
+    except OSError:
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class SlotCgroup:
+    """The directories of one slot: v1 (memory dir, pids dir) or v2 (one dir)."""
+
+    version: int
+    dirs: tuple[str, ...]
+
+    def join(self, pid: int = 0) -> None:
+        for d in self.dirs:
+            with open(os.path.join(d, "cgroup.procs"), "w") as fh:
+                fh.write(str(pid or os.getpid()))
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for d in self.dirs:
+            with contextlib.suppress(OSError), open(os.path.join(d, "cgroup.procs")) as fh:
+                out.update(int(x) for x in fh.read().split())
+        return sorted(out)
+
+    def kill_all(self, wait_s: float = 2.0) -> bool:
+        """SIGKILL everything in the slot (escaped daemons included); True when the slot ended up empty."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+
+    def oom_kills(self) -> int:
+        """OOM kills so far (v1 memory.oom_control / v2 memory.events)."""
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        with contextlib.suppress(OSError), open(os.path.join(self.dirs[0], name)) as fh:
+            for line in fh:
+                key, _, val = line.partition(" ")
+                if key == "oom_kill":
+                    return int(val)
+        return 0
+
+    def peak_mb(self) -> float:
+        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+        with contextlib.suppress(OSError, ValueError), open(os.path.join(self.dirs[0], name)) as fh:
+            return int(fh.read().strip()) / 2**20
+        return 0.0
+
+    def reset_peak(self) -> None:
+        if self.version == 1:
+            with contextlib.suppress(OSError), open(os.path.join(self.dirs[0], "memory.max_usage_in_bytes"), "w") as fh:
+                fh.write("0")
+
+    def remove(self) -> None:
+        self.kill_all(1.0)
+        for d in self.dirs:
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+
+def create_slot(name: str, memory_mb: int, max_pids: int) -> SlotCgroup | None:
+    """Create the slot's cgroup(s) with the caps; None when cgroups are not writable here."""
+    limit = str(memory_mb * 2**20)
+    v1_mem, v1_pids = os.path.join(ROOT, "memory"), os.path.join(ROOT, "pids")
+    try:
+        if os.path.isdir(v1_mem) and os.path.isdir(v1_pids) and not os.path.exists(os.path.join(ROOT,
+                                                                                                "cgroup.controllers")):
+            mem = os.path.join(v1_mem + (_own_path("memory") or "/"), name)
+            pids = os.path.join(v1_pids + (_own_path("pids") or "/"), name)
+            for d in (mem, pids):
+                os.makedirs(d, exist_ok=True)
+            _write(os.path.join(mem, "memory.limit_in_bytes"), limit)
+            with contextlib.suppress(OSError):  # without swap accounting the file is absent
+                _write(os.path.join(mem, "memory.memsw.limit_in_bytes"), limit)
+            _write(os.path.join(pids, "pids.max"), str(max_pids))
+            return SlotCgroup(1, (mem, pids))
+        if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):
+            base = os.path.join(ROOT, (_own_path("") or "/").lstrip("/"))
+            d = os.path.join(base, name)
+            os.makedirs(d, exist_ok=True)
+            _write(os.path.join(d, "memory.max"), limit)
+            with contextlib.suppress(OSError):
+                _write(os.path.join(d, "memory.swap.max"), "0")
+            _write(os.path.join(d, "pids.max"), str(max_pids))
+            return SlotCgroup(2, (d,))
+    except OSError:
+        return None
+    return None
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)

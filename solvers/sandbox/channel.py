@@ -1,0 +1,81 @@
+"""The result channel from a sandboxed child to its worker: length-prefixed, HMAC-signed JSON frames.
+
+The key is made by the worker per program and lives in the child only inside the sender; the frame layout is
+``len(4, big-endian) | hmac-sha256(32) | payload``. Anything on the pipe that is not a valid frame (a program
+writing to a guessed descriptor) marks the execution ``tampered``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+_HEADER = struct.Struct(">I")
+_MAC = 32
+
+
+def make_sender(fd: int, key: bytes) -> Callable[[dict[str, Any]], None]:
+    def send(message: dict[str, Any]) -> None:
+        payload = json.dumps(message, default=str).encode()
+        frame = _HEADER.pack(len(payload)) + hmac.new(key, payload, hashlib.sha256).digest() + payload
+        view = memoryview(frame)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    return send
+
+
+def parse_frames(data: bytes, key: bytes) -> tuple[list[dict[str, Any]], str | None]:
+    """Decode every frame; returns the messages and, if the stream is not entirely valid frames, why."""
+    messages: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < _HEADER.size + _MAC:
+            return messages, "truncated frame on the result channel"
+        (length,) = _HEADER.unpack_from(data, pos)
+        start = pos + _HEADER.size + _MAC
+        if start + length > len(data):
+            return messages, "truncated frame on the result channel"
+        mac, payload = data[pos + _HEADER.size:start], data[start:start + length]
+        if not hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()):
+            return messages, "unauthenticated bytes on the result channel"
+        try:
+            messages.append(json.loads(payload))
+        except ValueError:
+            return messages, "malformed message on the result channel"
+        pos = start + length
+    return messages, None
+
+
+# Worker <-> parent protocol: plain length-prefixed JSON over the worker's private pipes (trusted both ends).
+def write_msg(fd: int, message: dict[str, Any]) -> None:
+    payload = json.dumps(message).encode()
+    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_msg(fd: int) -> dict[str, Any] | None:
+    header = read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    payload = read_exact(fd, length)
+    return None if payload is None else json.loads(payload)

@@ -1,0 +1,223 @@
+"""The forked child of a warm worker: lock itself down, run one program, report over the signed channel.
+
+Order matters: join the cgroup and set rlimits while still privileged, drop the uid, install seccomp, hide the
+sandbox's own modules, and only then run user code. Every solve call is reported the moment it returns, so a
+program killed later keeps its record; the ``done`` message says how the program ended.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import ctypes
+import os
+import resource
+import signal
+import sys
+import traceback
+from typing import Any
+
+from solvers.sandbox import capture, seccomp
+from solvers.sandbox.cgroups import SlotCgroup
+from solvers.sandbox.channel import make_sender
+from solvers.sandbox.program import Program, SandboxConfig
+
+PROGRAM_NAME = "program.py"
+_IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
+
+
+def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int,
+               key: bytes, cgroup: SlotCgroup | None, uid: int | None, env: dict[str, str]) -> None:
+    """Never returns: ends with os._exit."""
+    try:
+        os.setsid()
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+        if cgroup is not None:
+            cgroup.join()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        # The channel moves to a descriptor far from the usual ones; everything else the worker holds is closed.
+        hidden = 1000 + (int.from_bytes(key[:2], "big") % 8000)
+        os.dup2(chan_fd, hidden)
+        os.closerange(3, hidden)
+        os.closerange(hidden + 1, 65536)
+        _set_rlimits(config)
+        os.chdir(workdir)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        seccomp_on = False
+        if seccomp.supported():
+            seccomp.install()
+            seccomp_on = True
+        os.environ.clear()
+        os.environ.update(env)
+        send = make_sender(hidden, key)
+    except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
+        with contextlib.suppress(Exception):
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        os._exit(71)
+    send({"type": "ready", "seccomp": seccomp_on})
+    _run(program, config, workdir, send)
+
+
+def _set_rlimits(config: SandboxConfig) -> None:
+    cpu = config.cpu_limit
+    limits = {resource.RLIMIT_CPU: (cpu, cpu + 1), resource.RLIMIT_FSIZE: (config.max_file_mb * 2**20,) * 2,
+              resource.RLIMIT_NOFILE: (config.max_open_files,) * 2, resource.RLIMIT_CORE: (0, 0),
+              resource.RLIMIT_NPROC: (config.max_pids,) * 2}
+    for which, (soft, hard) in limits.items():
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (soft, hard))
+
+
+class _Counter:
+    """Counts solve records as they are sent: decides model_build_error vs runtime_error for an exception."""
+
+    def __init__(self, send: Any) -> None:
+        self.n = 0
+        self.send = send
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        self.n += 1
+        self.send({"type": "solve", "record": record})
+
+
+def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> None:
+    counter = _Counter(send)
+    flags: list[str] = []
+    done: dict[str, Any] = {"type": "done", "outcome": "finished"}
+    try:
+        path = os.path.join(workdir, PROGRAM_NAME)
+        for name, text in program.files.items():
+            target = os.path.join(workdir, name)
+            os.makedirs(os.path.dirname(target) or workdir, exist_ok=True)
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(program.code)
+        if not program.code.strip():
+            send({"type": "done", "outcome": "no_code"})
+            os._exit(0)
+        try:
+            tree = ast.parse(program.code, PROGRAM_NAME)
+            code_obj = compile(tree, path, "exec")
+        except (SyntaxError, ValueError) as exc:
+            send({"type": "done", "outcome": "syntax_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
+            os._exit(0)
+        if not tree.body:
+            send({"type": "done", "outcome": "no_code"})
+            os._exit(0)
+        capture.configure(counter, workdir, config.capture_mps, config.max_solution_values)
+        _hide_sandbox_modules()
+        sys.addaudithook(_make_audit(flags))
+        module_name = "__main__" if program.entry is None else "__flywheel_program__"
+        namespace: dict[str, Any] = {"__name__": module_name, "__file__": path, "__builtins__": builtins}
+        sys.argv = [path]
+        sys.path.insert(0, workdir)
+        try:
+            exec(code_obj, namespace)  # noqa: S102 - running the program is the point; isolation is around it
+            entry = program.entry
+            if entry is None and counter.n == 0 and _callable_without_args(namespace.get("main"), path):
+                entry = "main"  # a program that defines main() but never calls it
+            if entry is not None:
+                fn = namespace.get(entry)
+                if not callable(fn):
+                    raise NameError(f"entry function {entry!r} is not defined by the program")
+                args = program.args
+                if args is None:
+                    value = fn()
+                elif isinstance(args, list | tuple):
+                    value = fn(*args)
+                elif isinstance(args, dict):
+                    value = fn(**args)
+                else:
+                    value = fn(args)
+                done["returned"] = _jsonable(value)
+        except SystemExit as exc:
+            code = exc.code
+            if code not in (None, 0):
+                done = {"type": "done", "outcome": "exit", "exit_code": code if isinstance(code, int) else 1,
+                        "message": f"SystemExit({code!r})"[:500], "solves_before": counter.n}
+        except BaseException as exc:  # noqa: BLE001 - the program's own failure, classified by the worker
+            done = {"type": "done", "outcome": "exception", "exc_type": type(exc).__name__,
+                    "message": f"{type(exc).__name__}: {exc}"[:500], "kind": _kind(exc),
+                    "solves_before": counter.n,
+                    "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]}
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        done["tamper"] = flags + capture.verify()
+        send(done)
+    except BaseException as exc:  # noqa: BLE001
+        with contextlib.suppress(Exception):
+            send({"type": "done", "outcome": "sandbox_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
+    os._exit(0)
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, _IMPORT_ERRORS):
+        return "import"
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if capture.is_license_error(exc):
+        return "license"
+    if isinstance(exc, RecursionError):
+        return "runtime"
+    return "runtime"
+
+
+def _callable_without_args(fn: Any, path: str) -> bool:
+    import inspect
+
+    if not callable(fn) or getattr(getattr(fn, "__code__", None), "co_filename", None) != path:
+        return False
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in sig.parameters.values())
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return repr(value)[:2000]
+
+
+def _hide_sandbox_modules() -> None:
+    """Drop the sandbox's modules from sys.modules: a program importing them gets fresh copies with no channel
+    (and the import is flagged), not the live sink."""
+    for name in [n for n in sys.modules if n.startswith("solvers.sandbox")]:
+        del sys.modules[name]
+
+
+def _make_audit(flags: list[str]) -> Any:
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event == "import" and args and isinstance(args[0], str) and args[0].startswith("solvers.sandbox"):
+            flags.append(f"program imported {args[0]}")
+        elif event in ("gc.get_referrers", "gc.get_objects"):
+            flags.append(f"program called {event}")
+        elif event == "object.__getattr__" and len(args) > 1 and args[1] == "__code__":
+            module = getattr(args[0], "__module__", "") or ""
+            if isinstance(module, str) and module.startswith("solvers.sandbox"):
+                flags.append("program inspected sandbox internals (__code__)")
+        elif event == "open" and args and isinstance(args[0], str) and (
+                args[0].startswith(("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self/fd"))
+                or (args[0].startswith("/proc/") and args[0].endswith(("/mem", "/fd")))):
+            flags.append(f"program opened {args[0]}")
+
+    return audit

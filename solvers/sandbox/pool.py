@@ -1,0 +1,322 @@
+"""The parent side: a pool of warm workers (each in its own bubblewrap sandbox where available), fed in order.
+
+``run_batch`` keeps the input order, reads its input lazily, retries ``sandbox_error`` (infrastructure, never
+the program's fault) on a fresh worker, and replaces a worker after ``recycle_after`` programs or any anomaly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import solvers
+from solvers.records import ExecStatus, Execution
+from solvers.sandbox import cgroups
+from solvers.sandbox.channel import read_msg, write_msg
+from solvers.sandbox.program import Program, SandboxConfig
+
+READY_TIMEOUT_S = 180.0  # importing every solver library on a loaded 2-core machine can take a while
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    """bubblewrap is installed and can create the namespaces we need here."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        res = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev",
+                              "--proc", "/proc", "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return res.returncode == 0
+
+
+def _repo_paths() -> list[str]:
+    """Host paths a worker needs read-only: the interpreter, the virtualenv and the ``solvers`` package."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), sys.prefix,
+             os.path.dirname(os.path.abspath(solvers.__file__))}
+    exe = os.path.realpath(sys.executable)
+    paths.add(os.path.dirname(os.path.dirname(exe)))
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def bwrap_command(slot_cgroup: cgroups.SlotCgroup | None, licenses: dict[str, str], caps: bool) -> list[str]:
+    cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+           "--unshare-uts", "--hostname", "sandbox", "--clearenv"]
+    for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"):
+        if os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        elif os.path.exists(path):
+            cmd += ["--ro-bind", path, path]
+    made: set[str] = set()
+    for path in _repo_paths():
+        # bwrap creates missing parents 0700 (e.g. /root for a pyenv interpreter); the unprivileged child must
+        # traverse them, so create each parent 0755 first.
+        parent = os.path.dirname(path)
+        parents = []
+        while parent not in ("/", "") and not any(parent == p or parent.startswith(p + "/") for p in
+                                                   ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")):
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+        for d in reversed(parents):
+            if d not in made:
+                made.add(d)
+                cmd += ["--perms", "0755", "--dir", d]
+        cmd += ["--ro-bind", path, path]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    if slot_cgroup is not None:
+        for d in slot_cgroup.dirs:
+            cmd += ["--bind", d, d]
+    for env_name, host_path in licenses.items():
+        cmd += ["--ro-bind", host_path, f"/run/licenses/{env_name}"]
+    cmd += ["--cap-drop", "ALL"]  # as root bwrap would otherwise keep every capability
+    if caps:  # root: the worker keeps what it needs to hand each child a fresh, unprivileged uid
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL"):
+            cmd += ["--cap-add", cap]
+    cmd += ["--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--chdir", "/tmp"]
+    return cmd
+
+
+class WorkerProcess:
+    """One warm worker subprocess and its slot (uid, cgroup)."""
+
+    def __init__(self, config: SandboxConfig, index: int) -> None:
+        self.config = config
+        self.index = index
+        self.served = 0
+        use_bwrap = config.isolation == "bwrap" or (config.isolation == "auto" and bwrap_works())
+        if config.isolation == "bwrap" and not bwrap_works():
+            from solvers.errors import SandboxError
+
+            raise SandboxError("bubblewrap is required by the config but does not work here", culprit="isolation")
+        is_root = os.geteuid() == 0
+        self.cgroup = cgroups.create_slot(f"flywheel-{os.getpid()}-w{index}-{id(self):x}", config.memory_mb,
+                                          config.max_pids) if is_root else None
+        layers: list[str] = []
+        if use_bwrap:
+            layers += ["bwrap", "netns", "pidns", "ro-system", "tmpfs-workdir"]
+            licenses = {name: f"/run/licenses/{name}" for name in config.license_files}
+            cmd = bwrap_command(self.cgroup, config.license_files, caps=is_root)
+            workroot = "/tmp/work"
+        else:
+            layers += ["process"]
+            licenses = dict(config.license_files)
+            cmd = []
+            workroot = None
+        if is_root:
+            layers.append("uid")
+        if self.cgroup is not None:
+            layers.append(f"cgroup-v{self.cgroup.version}")
+        layers.append("rlimits")
+        cmd += [sys.executable, "-m", "solvers.sandbox.worker"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, cwd="/tmp", start_new_session=True)
+        slot: dict[str, Any] = {"uid": config.uid_base + index if is_root else None, "licenses": licenses,
+                                "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
+                                "cgroup": {"version": self.cgroup.version, "dirs": list(self.cgroup.dirs)}
+                                if self.cgroup else None}
+        write_msg(self.proc.stdin.fileno(), {"config": config.model_dump(mode="json"), "slot": slot})
+        ready = self._read(READY_TIMEOUT_S)
+        if ready is None or ready.get("type") != "ready":
+            self.close()
+            raise RuntimeError("sandbox worker failed to start")
+        self.hooks = ready.get("hooks", [])
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            return read_msg(fd)
+        except (OSError, ValueError):
+            return None
+
+    def run(self, program: Program) -> tuple[Execution | None, bool]:
+        """(execution, anomaly); execution is None when the worker itself broke."""
+        try:
+            write_msg(self.proc.stdin.fileno(), {"program": program.model_dump(mode="json")})
+        except OSError:
+            return None, True
+        # The worker enforces the program's limits; this outer guard only catches a wedged worker.
+        reply = self._read(self.config.timeout_s + 60.0)
+        self.served += 1
+        if reply is None or reply.get("type") != "result":
+            return None, True
+        return Execution(**reply["execution"]), bool(reply.get("anomaly"))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+        with contextlib.suppress(Exception):
+            self.proc.stdout.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+
+
+class Pool:
+    """``workers`` warm workers; thread-safe ``run``. Workers start lazily and are recycled as configured."""
+
+    def __init__(self, config: SandboxConfig, workers: int) -> None:
+        self.config = config
+        self.size = max(1, workers)
+        self._idle: list[WorkerProcess] = []
+        self._lock = threading.Lock()
+        self._sem = threading.BoundedSemaphore(self.size)
+        self._next_index = 0
+        self._free_indices = list(range(self.size))
+        self.closed = False
+
+    def _acquire(self) -> WorkerProcess:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            index = self._free_indices.pop(0)
+        try:
+            return WorkerProcess(self.config, index)
+        except BaseException:
+            with self._lock:
+                self._free_indices.append(index)
+            raise
+
+    def _release(self, worker: WorkerProcess, recycle: bool) -> None:
+        if recycle or worker.served >= self.config.recycle_after or self.closed:
+            worker.close()
+            with self._lock:
+                self._free_indices.append(worker.index)
+        else:
+            with self._lock:
+                self._idle.append(worker)
+
+    def run(self, program: Program) -> Execution:
+        last: Execution | None = None
+        for _ in range(self.config.retries + 1):
+            with self._sem:
+                try:
+                    worker = self._acquire()
+                except RuntimeError as exc:
+                    last = Execution(program_id=program.program_id, status=ExecStatus.SANDBOX_ERROR, error=str(exc))
+                    continue
+                execution, anomaly = worker.run(program)
+                self._release(worker, recycle=anomaly or execution is None)
+            if execution is None:
+                last = Execution(program_id=program.program_id, status=ExecStatus.SANDBOX_ERROR,
+                                 error="sandbox worker died")
+                continue
+            if execution.status != ExecStatus.SANDBOX_ERROR:
+                return execution
+            last = execution
+        assert last is not None
+        return last
+
+    def map(self, programs: Iterable[Program], progress: Any = None) -> Iterator[Execution]:
+        """Order-preserving parallel map with a bounded look-ahead (the input is read lazily)."""
+        it = iter(enumerate(programs))
+        results: dict[int, Execution] = {}
+        cond = threading.Condition()
+        state = {"next_yield": 0, "exhausted": False, "error": None, "taken": 0}
+        lookahead = self.size * 4
+
+        def feeder() -> None:
+            while True:
+                with cond:
+                    while state["taken"] - state["next_yield"] >= lookahead and state["error"] is None:
+                        cond.wait()
+                    if state["error"] is not None:
+                        return
+                    try:
+                        idx, program = next(it)
+                    except StopIteration:
+                        state["exhausted"] = True
+                        cond.notify_all()
+                        return
+                    except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+                        state["error"] = exc
+                        cond.notify_all()
+                        return
+                    state["taken"] += 1
+                try:
+                    execution = self.run(program)
+                except BaseException as exc:  # noqa: BLE001
+                    with cond:
+                        state["error"] = exc
+                        cond.notify_all()
+                    return
+                with cond:
+                    results[idx] = execution
+                    cond.notify_all()
+
+        threads = [threading.Thread(target=feeder, daemon=True) for _ in range(self.size)]
+        for t in threads:
+            t.start()
+        try:
+            while True:
+                with cond:
+                    while state["next_yield"] not in results and state["error"] is None and not (
+                            state["exhausted"] and state["next_yield"] >= state["taken"]):
+                        cond.wait()
+                    if state["error"] is not None:
+                        raise state["error"]
+                    if state["next_yield"] not in results:
+                        return
+                    execution = results.pop(state["next_yield"])
+                    state["next_yield"] += 1
+                    cond.notify_all()
+                if progress is not None:
+                    progress(execution)
+                yield execution
+        finally:
+            with cond:
+                if state["error"] is None:
+                    state["error"] = GeneratorExit()
+                cond.notify_all()
+
+    def close(self) -> None:
+        self.closed = True
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for w in idle:
+            w.close()
+
+
+_pools: dict[tuple[str, int], Pool] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(config: SandboxConfig, workers: int) -> Pool:
+    """One pool per (config, size) per process, reused across calls, closed at exit."""
+    key = (config.model_dump_json(), workers)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None or pool.closed:
+            pool = _pools[key] = Pool(config, workers)
+        return pool
+
+
+def close_pools() -> None:
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for p in pools:
+        p.close()
+
+
+atexit.register(close_pools)

@@ -1,0 +1,65 @@
+"""What the sandbox is given: a ``Program`` and a ``SandboxConfig``. Both are frozen and JSON-serialisable, so they
+cross the process boundary to the warm workers unchanged."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Solver libraries a warm worker imports once, so that a program pays nothing for them (the fork shares them).
+DEFAULT_PRELOAD = ("numpy", "gurobipy", "pyomo.environ", "ortools.linear_solver.pywraplp",
+                   "ortools.sat.python.cp_model", "coptpy", "highspy", "docplex.mp.model", "pulp")
+
+
+class Program(BaseModel):
+    """One program to run. ``entry`` names a function to call after the module body ran (function-style programs,
+    e.g. ComplexOR's ``solve(...)``); ``args`` are its inputs (list -> positional, dict -> keyword, anything else
+    -> one positional argument). ``files`` (relative name -> text) are written into the working directory."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    program_id: str
+    code: str
+    entry: str | None = None
+    args: Any = None
+    files: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("files")
+    @classmethod
+    def _relative_names(cls, files: dict[str, str]) -> dict[str, str]:
+        for name in files:
+            norm = os.path.normpath(name)
+            if os.path.isabs(name) or norm.startswith("..") or norm in (".", ""):
+                raise ValueError(f"data file name {name!r} must be a relative path inside the working directory")
+        return files
+
+
+class SandboxConfig(BaseModel):
+    """Limits and isolation of every program. Defaults suit generated OR programs on a small machine."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_s: float = 30.0  # wall clock per program
+    cpu_s: int | None = None  # RLIMIT_CPU; default: the wall timeout rounded up
+    memory_mb: int = 2048  # cgroup memory cap (RLIMIT_DATA in the fallback)
+    max_pids: int = 64  # cgroup pids cap and RLIMIT_NPROC (after the uid drop)
+    max_open_files: int = 256
+    max_file_mb: int = 64  # RLIMIT_FSIZE
+    output_cap_bytes: int = 64 * 1024  # stdout / stderr kept per stream; beyond it: truncated flag
+    output_limit_bytes: int = 16 * 1024 * 1024  # total output beyond which the program is killed (output_limit)
+    isolation: Literal["auto", "bwrap", "process"] = "auto"  # auto: bwrap when it works, else the process fallback
+    solver_threads: int = 1  # OMP / BLAS / solver threads
+    capture_mps: bool = True
+    max_solution_values: int = 100_000
+    license_files: dict[str, str] = Field(default_factory=dict)  # env var -> host licence file, mounted read-only
+    extra_env: dict[str, str] = Field(default_factory=dict)
+    recycle_after: int = 500  # a worker is replaced after this many programs (or any anomaly)
+    retries: int = 2  # sandbox_error (infrastructure) retries
+    preload: tuple[str, ...] = DEFAULT_PRELOAD
+    uid_base: int = 61000  # worker i runs its programs as uid_base + i (root only)
+
+    @property
+    def cpu_limit(self) -> int:
+        return self.cpu_s if self.cpu_s is not None else max(1, int(self.timeout_s + 0.999))

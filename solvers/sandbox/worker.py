@@ -1,0 +1,271 @@
+"""A warm worker: imports the solver libraries once, then forks one locked-down child per program.
+
+Run as ``python -m solvers.sandbox.worker`` (inside bubblewrap, or directly in the fallback). It speaks
+length-prefixed JSON with its parent on stdin/stdout (moved to private descriptors at start-up so that nothing
+the libraries print can corrupt the protocol). Children share the imported libraries copy-on-write and reuse
+nothing else: each gets a fresh working directory, fresh pipes, a fresh channel key, and is killed with its whole
+process group and cgroup when it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import os
+import resource
+import selectors
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from typing import Any
+
+from solvers.records import ExecStatus, Execution, SolveCall
+from solvers.sandbox import capture, seccomp
+from solvers.sandbox.cgroups import SlotCgroup
+from solvers.sandbox.channel import parse_frames, read_msg, write_msg
+from solvers.sandbox.child import child_main
+from solvers.sandbox.classify import Observed, classify
+from solvers.sandbox.program import Program, SandboxConfig
+
+CHANNEL_CAP = 256 * 2**20
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
+
+
+def child_env(config: SandboxConfig, workdir: str, licenses: dict[str, str]) -> dict[str, str]:
+    """The whole environment a program sees: nothing inherited, so no secret reaches it."""
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin", "HOME": workdir,
+           "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONIOENCODING": "utf-8"}
+    env.update({k: str(config.solver_threads) for k in THREAD_VARS})
+    env.update(licenses)
+    env.update(config.extra_env)
+    return env
+
+
+class Worker:
+    def __init__(self, config: SandboxConfig, slot: dict[str, Any]) -> None:
+        self.config = config
+        self.uid: int | None = slot.get("uid")
+        cg = slot.get("cgroup")
+        self.cgroup = SlotCgroup(cg["version"], tuple(cg["dirs"])) if cg else None
+        self.licenses: dict[str, str] = slot.get("licenses", {})
+        self.workroot = slot.get("workroot") or tempfile.mkdtemp(prefix="flywheel-sandbox-")
+        os.makedirs(self.workroot, exist_ok=True)
+        os.chmod(self.workroot, 0o711)  # children may enter their own directory, not list the others
+        self.layers: list[str] = list(slot.get("layers", []))
+
+    def preload(self) -> list[str]:
+        for var in THREAD_VARS:
+            os.environ[var] = str(self.config.solver_threads)
+        capture.load_hook_modules()
+        for name in self.config.preload:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+        installed = capture.install_available(preload=False)
+        capture.install_import_hook()
+        return installed
+
+    def run(self, program: Program) -> tuple[Execution, bool]:
+        """Run one program; returns its execution and whether the worker saw an anomaly (then it is recycled)."""
+        workdir = tempfile.mkdtemp(dir=self.workroot)
+        if self.uid is not None:
+            os.chown(workdir, self.uid, self.uid)
+        os.chmod(workdir, 0o700)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        chan_r, chan_w = os.pipe()
+        key = os.urandom(32)
+        env = child_env(self.config, workdir, self.licenses)
+        oom_before = self.cgroup.oom_kills() if self.cgroup else 0
+        if self.cgroup:
+            self.cgroup.reset_peak()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            try:
+                for fd in (out_r, err_r, chan_r):
+                    os.close(fd)
+                child_main(program, self.config, workdir, out_w, err_w, chan_w, key, self.cgroup, self.uid, env)
+            finally:
+                os._exit(72)
+        for fd in (out_w, err_w, chan_w):
+            os.close(fd)
+        try:
+            return self._supervise(program, pid, start, out_r, err_r, chan_r, key, oom_before)
+        finally:
+            for fd in (out_r, err_r, chan_r):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _supervise(self, program: Program, pid: int, start: float, out_r: int, err_r: int, chan_r: int,
+                   key: bytes, oom_before: int) -> tuple[Execution, bool]:
+        cfg = self.config
+        buffers = {out_r: bytearray(), err_r: bytearray(), chan_r: bytearray()}
+        totals = {out_r: 0, err_r: 0}
+        sel = selectors.DefaultSelector()
+        for fd in buffers:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        pidfd = os.pidfd_open(pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+        deadline = start + cfg.timeout_s
+        timed_out = output_flood = channel_flood = False
+        exited: tuple[int, int, Any] | None = None
+        open_fds = set(buffers)
+        try:
+            while exited is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for skey, _ in sel.select(timeout=min(remaining, 1.0)):
+                    fd = skey.fd
+                    if fd == pidfd:
+                        exited = os.wait4(pid, 0)
+                        break
+                    if not self._read_into(fd, buffers, totals, sel, open_fds, chan_r):
+                        continue
+                if sum(totals.values()) > cfg.output_limit_bytes:
+                    output_flood = True
+                    break
+                if len(buffers[chan_r]) > CHANNEL_CAP:
+                    channel_flood = True
+                    break
+            if exited is None:
+                self._kill(pid)
+                exited = os.wait4(pid, 0)
+            # Descendants may still hold the pipes (a daemonised grandchild): kill the whole slot, then drain.
+            leftovers = self._kill_rest(pid)
+            drain_until = time.monotonic() + 0.5
+            while open_fds and time.monotonic() < drain_until:
+                for skey, _ in sel.select(timeout=0.05):
+                    if skey.fd != pidfd:
+                        self._read_into(skey.fd, buffers, totals, sel, open_fds, chan_r)
+        finally:
+            sel.close()
+            os.close(pidfd)
+        wall = time.monotonic() - start
+        _, wstatus, rusage = exited
+        term_signal = os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None
+        exit_code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None
+        messages, channel_error = parse_frames(bytes(buffers[chan_r]), key)
+        if channel_flood:
+            channel_error = "result channel flooded"
+        oom = (self.cgroup.oom_kills() - oom_before) if self.cgroup else 0
+        obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
+                       timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
+                       cpu_s=rusage.ru_utime + rusage.ru_stime, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
+        status, reason = classify(obs)
+        solves = []
+        for m in messages:
+            if m.get("type") == "solve":
+                rec = {k: v for k, v in m["record"].items() if k != "error"}
+                with contextlib.suppress(Exception):
+                    solves.append(SolveCall(**rec))
+        done = next((m for m in messages if m.get("type") == "done"), {})
+        ready = next((m for m in messages if m.get("type") == "ready"), {})
+        layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
+        cap = cfg.output_cap_bytes
+        out, err = bytes(buffers[out_r]), bytes(buffers[err_r])
+        execution = Execution(
+            program_id=program.program_id, status=status, solves=tuple(solves),
+            stdout=out[:cap].decode("utf-8", "replace"), stderr=err[:cap].decode("utf-8", "replace"),
+            stdout_truncated=totals[out_r] > cap, stderr_truncated=totals[err_r] > cap,
+            wall_s=round(wall, 4), cpu_s=round(rusage.ru_utime + rusage.ru_stime, 4),
+            max_rss_mb=round(rusage.ru_maxrss / 1024.0, 2), error=reason or "", isolation="+".join(layers),
+            returned=done.get("returned"),
+        )
+        anomaly = timed_out or output_flood or leftovers > 0 or status in (ExecStatus.TAMPERED,
+                                                                           ExecStatus.SANDBOX_ERROR,
+                                                                           ExecStatus.MEMORY_LIMIT)
+        return execution, anomaly
+
+    def _read_into(self, fd: int, buffers: dict[int, bytearray], totals: dict[int, int], sel: Any,
+                   open_fds: set[int], chan_r: int) -> bool:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            with contextlib.suppress(KeyError, ValueError):
+                sel.unregister(fd)
+            open_fds.discard(fd)
+            return False
+        if fd == chan_r:
+            buffers[fd] += data
+        else:
+            totals[fd] += len(data)
+            keep = self.config.output_cap_bytes + 1 - len(buffers[fd])
+            if keep > 0:
+                buffers[fd] += data[:keep]
+        return True
+
+    def _kill(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if self.cgroup:
+            self.cgroup.kill_all()
+
+    def _kill_rest(self, pid: int) -> int:
+        """Kill whatever the program left behind (its group, its cgroup); returns how many there were."""
+        leftovers = 0
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+            leftovers += 1
+        if self.cgroup:
+            pids = self.cgroup.pids()
+            leftovers = max(leftovers, len(pids))
+            self.cgroup.kill_all()
+        # reap any of our own children that ended (orphans re-parented to us inside a pid namespace)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        return leftovers
+
+
+def _unshare_net() -> bool:
+    """Fallback network cut when bubblewrap is absent: a fresh network namespace for the worker (needs root)."""
+    clone_newnet = 0x40000000
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.unshare(clone_newnet) == 0
+
+
+def main() -> None:
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # anything printed by the libraries goes to stderr, never into the protocol
+    hello = read_msg(proto_in)
+    if hello is None:
+        return
+    config = SandboxConfig(**hello["config"])
+    slot = hello["slot"]
+    if slot.get("unshare_net") and _unshare_net():
+        slot.setdefault("layers", []).append("netns")
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    worker = Worker(config, slot)
+    installed = worker.preload()
+    if not seccomp.supported():
+        worker.layers.append("no-seccomp")
+    write_msg(proto_out, {"type": "ready", "hooks": installed, "pid": os.getpid(),
+                          "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+    while True:
+        msg = read_msg(proto_in)
+        if msg is None:
+            break
+        program = Program(**msg["program"])
+        execution, anomaly = worker.run(program)
+        write_msg(proto_out, {"type": "result", "execution": execution.model_dump(mode="json"), "anomaly": anomaly})
+
+
+if __name__ == "__main__":
+    main()
