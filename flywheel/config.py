@@ -39,10 +39,24 @@ class SandboxSection(_Section):
     license_file: str | None = Field(None, description="full solver licence file mounted read-only")
 
 
+class PolicySection(_Section):
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key of openai: specs")
+    concurrency: int = Field(8, gt=0, description="requests in flight at once (openai:) / batch size (hf:)")
+    timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+    max_retries: int = Field(4, ge=0, description="retries per request on 429 / 5xx / timeout / malformed replies")
+    backoff_base_s: float = Field(0.5, gt=0, description="first retry delay; doubles per retry, with full jitter")
+    backoff_max_s: float = Field(30.0, gt=0, description="cap on one retry delay (also caps Retry-After)")
+    max_tokens: int = Field(1024, gt=0, description="completion token limit")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
+    template: str = Field("formulation_code", description="prompt template of a round")
+    label_source: str = Field("self", pattern="^(self|teacher)$", description="'self' or 'teacher'")
+
+
 class FlywheelConfig(_Section):
     round: RoundSection = Field(default_factory=RoundSection)
     store: StoreSection = Field(default_factory=StoreSection)
     sandbox: SandboxSection = Field(default_factory=SandboxSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
 
 
 M = TypeVar("M", bound=BaseModel)
