@@ -1,0 +1,236 @@
+"""The engine: run a suite over samples, record one verdict row per sample x contract.
+
+Order within a sample: answer-blind repairs first, then before-execution checks cheapest first, then (once the
+sandbox has run the possibly repaired program) after-execution checks cheapest first. The first failing
+``reject`` contract short-circuits the rest, which are recorded as ``skip`` rows naming it. A contract that raises
+becomes a ``contract_error`` row and the run goes on; it never rejects a sample on its own, so one broken user
+contract cannot empty a round.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.api import Contract, Outcome, Repair, Severity, Stage, Verdict
+from contracts.sample import Sample, with_code
+from contracts.suites import Suite
+from contracts.verdicts import DisputeRow, RepairRecord, VerdictRow, evidence_json, verdict_id
+from solvers.records import Attempt, Execution, canonical_json, content_hash
+
+# Runs a batch of attempts (in order) and returns their executions. The default is the sandbox.
+Executor = Callable[[Sequence[Attempt]], list[Execution]]
+
+ACCEPTED, REJECTED, DISPUTED = "accepted", "rejected", "disputed"
+
+
+@dataclass
+class SampleResult:
+    """Everything the engine concluded about one sample; ``sample`` is the final (repaired, executed) one."""
+
+    sample: Sample
+    status: str = ACCEPTED
+    rejected_by: str | None = None
+    verdicts: list[VerdictRow] = field(default_factory=list)
+    repairs: list[RepairRecord] = field(default_factory=list)
+    disputes: list[DisputeRow] = field(default_factory=list)
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.repairs)
+
+
+@dataclass
+class SuiteReport:
+    suite: str
+    results: list[SampleResult]
+
+    @property
+    def verdicts(self) -> list[VerdictRow]:
+        return [v for r in self.results for v in r.verdicts]
+
+    @property
+    def repairs(self) -> list[RepairRecord]:
+        return [x for r in self.results for x in r.repairs]
+
+    @property
+    def disputes(self) -> list[DisputeRow]:
+        return [d for r in self.results for d in r.disputes]
+
+    def verdict_rows(self) -> list[dict[str, Any]]:
+        """Plain dicts for the store's ``verdicts`` table."""
+        return [v.model_dump() for v in self.verdicts]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts with and without repairs: a repaired sample that passes counts only in ``accepted``."""
+        status = Counter(r.status for r in self.results)
+        return {
+            "suite": self.suite,
+            "samples": len(self.results),
+            "accepted": status[ACCEPTED],
+            "accepted_without_repairs": sum(r.status == ACCEPTED and not r.repaired for r in self.results),
+            "repaired": sum(r.repaired for r in self.results),
+            "rejected": status[REJECTED],
+            "disputed": status[DISPUTED],
+            "rejected_by": dict(Counter(r.rejected_by for r in self.results if r.rejected_by)),
+            "contract_errors": sum(v.outcome == Outcome.CONTRACT_ERROR for v in self.verdicts),
+        }
+
+
+def sandbox_executor(config: Any = None, workers: int | None = None) -> Executor:
+    """The default executor: the sandbox's ``run_batch`` (order-preserving), one program per attempt."""
+
+    def run(attempts: Sequence[Attempt]) -> list[Execution]:
+        from solvers.sandbox import Program, run_batch
+
+        programs = [Program(program_id=a.attempt_id, code=a.code) for a in attempts]
+        return list(run_batch(programs, config, workers=workers))
+
+    return run
+
+
+def run_suite(
+    suite: Suite,
+    samples: Iterable[Sample],
+    *,
+    executor: Executor | None = None,
+    round: int | None = None,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> SuiteReport:
+    """Run ``suite`` over ``samples``; returns every verdict, repair and dispute plus the final samples.
+
+    A sample whose code is unchanged and already carries an execution is not re-run. ``workers`` > 1 evaluates
+    samples on a thread pool (worth it when contracts call solvers, which release the GIL).
+    """
+    ordered = _ordered(suite.contracts)
+    before = [c for c in ordered if c.stage == Stage.BEFORE]
+    after = [c for c in ordered if c.stage == Stage.AFTER]
+    results = [SampleResult(sample=s) for s in samples]
+    ctx = _Ctx(suite.name, round)
+
+    _map(lambda r: _run_stage(r, before, ctx), results, workers, progress)
+
+    needs_run = [r for r in results if r.status != REJECTED and after and r.sample.execution is None]
+    if needs_run:
+        run = executor or sandbox_executor()
+        executions = run([_with_extracted_code(r.sample).attempt for r in needs_run])
+        for r, ex in zip(needs_run, executions, strict=True):
+            r.sample = Sample(problem=r.sample.problem, attempt=_with_extracted_code(r.sample).attempt, execution=ex)
+
+    _map(lambda r: _run_stage(r, after, ctx), results, workers, progress)
+    return SuiteReport(suite=suite.name, results=results)
+
+
+def run_contract(c: Contract, sample: Sample) -> tuple[Verdict | Repair | None, float, str | None]:
+    """Call one contract; returns (result, seconds, error text). Repairs get the answer-blind view."""
+    arg: Any = sample.blind() if c.severity == Severity.REPAIR else sample
+    start = time.perf_counter()
+    try:
+        out = c(arg)
+    except Exception as exc:  # any fault in a contract becomes a contract_error row, never a crash
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc} (line {tb.lineno})"
+    seconds = time.perf_counter() - start
+    if c.severity == Severity.REPAIR:
+        if out is not None and not isinstance(out, Repair):
+            return None, seconds, f"a repair must return Repair or None, got {type(out).__name__}"
+    elif not isinstance(out, Verdict):
+        return None, seconds, f"a check must return Verdict, got {type(out).__name__}"
+    return out, seconds, None
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    suite: str
+    round: int | None
+
+
+def _ordered(contracts: Sequence[Contract]) -> list[Contract]:
+    """Repairs first, then cheapest first; the suite's order breaks ties (sorting is stable)."""
+    return sorted(contracts, key=lambda c: (c.severity != Severity.REPAIR, c.cost))
+
+
+def _map(fn: Callable[[SampleResult], None], results: list[SampleResult], workers: int,
+         progress: Callable[[int], None] | None) -> None:
+    if workers > 1 and len(results) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for _ in pool.map(fn, results):
+                if progress:
+                    progress(1)
+    else:
+        for r in results:
+            fn(r)
+            if progress:
+                progress(1)
+
+
+def _with_extracted_code(sample: Sample) -> Sample:
+    """Make sure the attempt carries the code that will run (extracted from the response if need be)."""
+    if sample.attempt.code:
+        return sample
+    return with_code(sample, sample.code)
+
+
+def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx) -> None:
+    for c in contracts:
+        if result.status == REJECTED:
+            _record(result, c, Verdict.skipped(f"short-circuited by {result.rejected_by}",
+                                               short_circuit=result.rejected_by), 0.0, ctx)
+            continue
+        out, seconds, error = run_contract(c, result.sample)
+        if error is not None:
+            _record(result, c, Verdict(outcome=Outcome.CONTRACT_ERROR, message=error), seconds, ctx)
+            continue
+        if c.severity == Severity.REPAIR:
+            _apply_repair(result, c, out, seconds, ctx)
+            continue
+        assert isinstance(out, Verdict)
+        _record(result, c, out, seconds, ctx)
+        if out.dispute:
+            _dispute(result, c, out)
+        if out.outcome == Outcome.FAIL and c.severity == Severity.REJECT:
+            result.status, result.rejected_by = REJECTED, c.name
+
+
+def _apply_repair(result: SampleResult, c: Contract, out: Repair | None, seconds: float, ctx: _Ctx) -> None:
+    before = result.sample.code
+    if out is None or out.code == before:
+        _record(result, c, Verdict.passed("nothing to repair"), seconds, ctx)
+        return
+    s = result.sample
+    result.repairs.append(RepairRecord(
+        repair_id=content_hash(canonical_json([s.sample_id, c.name, c.version, before, out.code])),
+        sample_id=s.sample_id, attempt_id=s.attempt.attempt_id, contract=c.name, version=c.version, kind=out.kind,
+        message=out.message, before=before, after=out.code,
+    ))
+    result.sample = with_code(s, out.code)
+    _record(result, c, Verdict(outcome=Outcome.PASS, score=1.0, message=f"repaired: {out.kind}",
+                               evidence={"repair": out.kind, "detail": out.message}), seconds, ctx)
+
+
+def _dispute(result: SampleResult, c: Contract, v: Verdict) -> None:
+    s = result.sample
+    result.disputes.append(DisputeRow(
+        dispute_id=content_hash(canonical_json([s.sample_id, c.name, v.dispute])), sample_id=s.sample_id,
+        problem_id=s.problem.problem_id, contract=c.name, kind=v.dispute, message=v.message,
+        evidence=evidence_json(v.evidence),
+    ))
+    if result.status == ACCEPTED:
+        result.status = DISPUTED
+
+
+def _record(result: SampleResult, c: Contract, v: Verdict, seconds: float, ctx: _Ctx) -> None:
+    s = result.sample
+    version = c.version
+    result.verdicts.append(VerdictRow(
+        verdict_id=verdict_id(s.sample_id, c.name, version), sample_id=s.sample_id, attempt_id=s.attempt.attempt_id,
+        problem_id=s.problem.problem_id, round=ctx.round, suite=ctx.suite, contract=c.name, version=version,
+        stage=c.stage.value, severity=c.severity.value, outcome=v.outcome.value, score=v.score, message=v.message,
+        evidence=evidence_json(v.evidence), dispute=v.dispute, duration_s=round(seconds, 6),
+    ))

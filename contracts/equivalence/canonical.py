@@ -1,0 +1,269 @@
+"""Layers 1 and 2: a canonical form of a model, its exact hash, and a Weisfeiler-Lehman hash.
+
+Canonicalisation removes what a modeller may legitimately vary: objective sense (max f == min -f), the direction
+and scale of rows (rows become ranges divided by their largest |coefficient|), equalities written as two
+inequalities (parallel rows merge by intersecting their ranges), one-variable rows (they become bounds), slack and
+surplus columns (a continuous, cost-free column in a single row widens that row's range instead) and integer
+bounds (rounded inwards). What is left is compared up to a permutation of rows and columns.
+
+Exact hash: colour refinement of the bipartite variable-constraint graph (labels: bounds, integrality, costs,
+coefficients), ties broken by individualising one vertex at a time, then the matrix written in that order. Equal
+hashes mean the canonical models are identical up to permutation (sound); for highly symmetric models the
+tie-breaking may miss a match, which is what the WL layer (hash of the colour histogram) and the semantic layer
+are for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from contracts.equivalence.stdform import INF, StdModel
+
+# Labels are rounded to 9 significant digits: rescaled rows must hash equal after a division that is exact only
+# up to floating-point error (about 1e-16 relative), while generator coefficients differ in the 2nd-4th digit.
+_DIGITS = 9
+_MAX_PASSES = 20
+
+
+def r(x: float) -> float:
+    if not math.isfinite(x) or x == 0:
+        return 0.0 if x == 0 else x
+    return float(f"{x:.{_DIGITS}g}")
+
+
+def _h(obj: object) -> str:
+    return hashlib.sha1(repr(obj).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Canonical:
+    model: StdModel  # presolved, minimisation, rows scaled and oriented
+    infeasible: bool = False  # presolve proved infeasibility (an empty row whose range excludes 0, crossed bounds)
+
+
+def canonicalize(src: StdModel) -> Canonical:
+    m = src.copy()
+    if m.maximize:
+        m.obj = {j: -c for j, c in m.obj.items()}
+        m.quad = {k: -c for k, c in m.quad.items()}
+        m.constant = -m.constant
+        m.maximize = False
+    m.obj = {j: c for j, c in m.obj.items() if c != 0}
+    infeasible = False
+    for j in range(m.n_vars):
+        if m.integer[j]:
+            m.lb[j], m.ub[j] = _int_bounds(m.lb[j], m.ub[j])
+    for _ in range(_MAX_PASSES):
+        changed, bad = _presolve_pass(m)
+        infeasible |= bad
+        if not changed:
+            break
+    _drop_unused_columns(m)
+    _orient_rows(m)
+    infeasible |= any(lo > hi + 1e-9 * (1 + abs(hi)) for lo, hi in zip(m.lb, m.ub, strict=True))
+    return Canonical(m, infeasible)
+
+
+def _int_bounds(lo: float, hi: float) -> tuple[float, float]:
+    # 1e-9 absorbs a bound written as 2.9999999999 for 3; anything further out is a genuinely fractional bound.
+    lo2 = math.ceil(lo - 1e-9) if math.isfinite(lo) else lo
+    hi2 = math.floor(hi + 1e-9) if math.isfinite(hi) else hi
+    return float(lo2), float(hi2)
+
+
+def _presolve_pass(m: StdModel) -> tuple[bool, bool]:
+    changed = False
+    infeasible = False
+    keep: list[int] = []
+    for i, row in enumerate(m.rows):
+        row = {j: c for j, c in row.items() if c != 0}
+        m.rows[i] = row
+        if not row:
+            infeasible |= m.lo[i] > 1e-9 or m.hi[i] < -1e-9
+            changed = True
+            continue
+        if math.isinf(m.lo[i]) and math.isinf(m.hi[i]):
+            changed = True
+            continue
+        if len(row) == 1:  # a one-variable row is a bound
+            (j, a), = row.items()
+            lo, hi = (m.lo[i] / a, m.hi[i] / a) if a > 0 else (m.hi[i] / a, m.lo[i] / a)
+            lo, hi = (-INF if lo != lo else lo), (INF if hi != hi else hi)
+            if m.integer[j]:
+                lo, hi = _int_bounds(lo, hi)
+            m.lb[j], m.ub[j] = max(m.lb[j], lo), min(m.ub[j], hi)
+            changed = True
+            continue
+        keep.append(i)
+    if len(keep) != m.n_rows:
+        _keep_rows(m, keep)
+    changed |= _eliminate_slacks(m)
+    changed |= _merge_parallel_rows(m)
+    return changed, infeasible
+
+
+def _keep_rows(m: StdModel, keep: list[int]) -> None:
+    m.rows = [m.rows[i] for i in keep]
+    m.lo = [m.lo[i] for i in keep]
+    m.hi = [m.hi[i] for i in keep]
+    if m.row_names:
+        m.row_names = [m.row_names[i] for i in keep]
+
+
+def _eliminate_slacks(m: StdModel) -> bool:
+    """A continuous column with no cost that appears in one row only: fold its range into that row's range."""
+    uses: dict[int, list[int]] = {}
+    for i, row in enumerate(m.rows):
+        for j in row:
+            uses.setdefault(j, []).append(i)
+    in_quad = {j for k in m.quad for j in k}
+    changed = False
+    done_rows: set[int] = set()
+    for j, rows in uses.items():
+        if len(rows) != 1 or m.integer[j] or j in m.obj or j in in_quad:
+            continue
+        i = rows[0]
+        if i in done_rows or len(m.rows[i]) < 2:
+            continue
+        c = m.rows[i].pop(j)
+        # a.x + c s in [lo, hi] with s in [l, u]  <=>  a.x in [lo - max(c l, c u), hi - min(c l, c u)]
+        ends = [c * m.lb[j], c * m.ub[j]]
+        ends = [(-INF if math.isnan(e) else e) for e in ends]
+        m.lo[i] = m.lo[i] - max(ends)
+        m.hi[i] = m.hi[i] - min(ends)
+        m.lo[i] = -INF if math.isnan(m.lo[i]) else m.lo[i]
+        m.hi[i] = INF if math.isnan(m.hi[i]) else m.hi[i]
+        done_rows.add(i)
+        changed = True
+    return changed
+
+
+def _merge_parallel_rows(m: StdModel) -> bool:
+    """Rows that are multiples of each other merge into one range (x <= 5 and x >= 5 become x == 5)."""
+    merged: dict[tuple, int] = {}
+    keep: list[int] = []
+    changed = False
+    for i, row in enumerate(m.rows):
+        first = min(row)
+        a = row[first]
+        key = tuple(sorted((j, r(c / a)) for j, c in row.items()))
+        lo, hi = (m.lo[i] / abs(a), m.hi[i] / abs(a))
+        lo, hi = (lo, hi) if a > 0 else (-hi, -lo)
+        if key in merged:
+            k = merged[key]
+            ka = m.rows[k][min(m.rows[k])]
+            klo, khi = m.lo[k] / abs(ka), m.hi[k] / abs(ka)
+            klo, khi = (klo, khi) if ka > 0 else (-khi, -klo)
+            nlo, nhi = max(lo, klo), min(hi, khi)
+            m.rows[k] = {j: c / ka for j, c in m.rows[k].items()}
+            m.lo[k], m.hi[k] = nlo, nhi
+            changed = True
+            continue
+        merged[key] = i
+        keep.append(i)
+    if changed:
+        _keep_rows(m, keep)
+    return changed
+
+
+def _drop_unused_columns(m: StdModel) -> None:
+    """Columns in no row, with no cost, never integer-constrained to something odd, cannot matter: drop them."""
+    used = {j for row in m.rows for j in row} | set(m.obj) | {j for k in m.quad for j in k}
+    if len(used) == m.n_vars:
+        return
+    keep = [j for j in range(m.n_vars) if j in used or m.lb[j] > m.ub[j]]
+    new = {old: k for k, old in enumerate(keep)}
+    m.names = [m.names[j] for j in keep]
+    m.integer = [m.integer[j] for j in keep]
+    m.lb = [m.lb[j] for j in keep]
+    m.ub = [m.ub[j] for j in keep]
+    m.rows = [{new[j]: c for j, c in row.items()} for row in m.rows]
+    m.obj = {new[j]: c for j, c in m.obj.items()}
+    m.quad = {(new[a], new[b]): c for (a, b), c in m.quad.items()}
+
+
+def _orient_rows(m: StdModel) -> None:
+    """Scale each row by 1/max|a| and pick the sign from permutation-invariant data only."""
+    for i, row in enumerate(m.rows):
+        s = max(abs(c) for c in row.values())
+        pos = ({j: c / s for j, c in row.items()}, m.lo[i] / s, m.hi[i] / s)
+        neg = ({j: -c / s for j, c in row.items()}, -m.hi[i] / s, -m.lo[i] / s)
+        if _orientation_key(*neg) > _orientation_key(*pos):
+            pos = neg
+        m.rows[i], m.lo[i], m.hi[i] = pos
+
+
+def _orientation_key(row: dict[int, float], lo: float, hi: float) -> tuple:
+    return (sorted(r(c) for c in row.values()), _fin(lo), _fin(hi))
+
+
+def _fin(x: float) -> float:
+    return 1e300 if x == INF else (-1e300 if x == -INF else r(x))
+
+
+# ---- colour refinement ------------------------------------------------------------------------------------------
+
+
+def initial_colours(m: StdModel) -> tuple[list[str], list[str]]:
+    quad_deg = Counter(j for k in m.quad for j in k)
+    var = [_h(("v", m.integer[j], _fin(m.lb[j]), _fin(m.ub[j]), r(m.obj.get(j, 0.0)), quad_deg[j]))
+           for j in range(m.n_vars)]
+    row = [_h(("r", _fin(m.lo[i]), _fin(m.hi[i]))) for i in range(m.n_rows)]
+    return var, row
+
+
+def refine(m: StdModel, var: list[str], row: list[str], rounds: int | None = None) -> tuple[list[str], list[str]]:
+    """Colour refinement until the partition stops splitting (or ``rounds`` rounds)."""
+    cols: list[list[tuple[int, float]]] = [[] for _ in range(m.n_vars)]
+    for i, rw in enumerate(m.rows):
+        for j, c in rw.items():
+            cols[j].append((i, r(c)))
+    qn: list[list[tuple[int, float]]] = [[] for _ in range(m.n_vars)]
+    for (a, b), c in m.quad.items():
+        qn[a].append((b, r(c)))
+        if a != b:
+            qn[b].append((a, r(c)))
+    n_classes = len(set(var)) + len(set(row))
+    limit = rounds if rounds is not None else m.n_vars + m.n_rows + 1
+    for _ in range(limit):
+        new_row = [_h((row[i], sorted((r(c), var[j]) for j, c in rw.items()))) for i, rw in enumerate(m.rows)]
+        new_var = [_h((var[j], sorted((c, new_row[i]) for i, c in cols[j]), sorted((c, var[k]) for k, c in qn[j])))
+                   for j in range(m.n_vars)]
+        var, row = new_var, new_row
+        count = len(set(var)) + len(set(row))
+        if rounds is None and count == n_classes:
+            break
+        n_classes = count
+    return var, row
+
+
+def wl_hash(c: Canonical) -> str:
+    """Hash of the stable colour histogram (plus objective constant): equal for isomorphic canonical models."""
+    m = c.model
+    var, row = refine(m, *initial_colours(m))
+    return _h((sorted(Counter(var).items()), sorted(Counter(row).items()), r(m.constant), c.infeasible))
+
+
+def exact_hash(c: Canonical, max_vars: int = 3000) -> str | None:
+    """Hash of the canonical matrix in refinement order; None for models too large to order here."""
+    m = c.model
+    if m.n_vars > max_vars:
+        return None
+    var, row = refine(m, *initial_colours(m))
+    # Individualise one vertex of the smallest tied class at a time until every variable has its own colour.
+    while len(set(var)) < len(var):
+        sizes = Counter(var)
+        target = min((n, col) for col, n in sizes.items() if n > 1)[1]
+        j = var.index(target)
+        var = list(var)
+        var[j] = _h((target, "*"))
+        var, row = refine(m, var, row)
+    rank = {j: k for k, j in enumerate(sorted(range(m.n_vars), key=lambda j: var[j]))}
+    cols = [(m.integer[j], _fin(m.lb[j]), _fin(m.ub[j]), r(m.obj.get(j, 0.0))) for j in sorted(rank, key=rank.get)]
+    rows = sorted((tuple(sorted((rank[j], r(a)) for j, a in rw.items())), _fin(m.lo[i]), _fin(m.hi[i]))
+                  for i, rw in enumerate(m.rows))
+    quad = sorted((tuple(sorted((rank[a], rank[b]))), r(q)) for (a, b), q in m.quad.items())
+    return _h((cols, rows, quad, r(m.constant), c.infeasible))

@@ -1,0 +1,69 @@
+"""Find the program in a model's response: markdown fences, several blocks, python-tagged preferred.
+
+Policies answer in chat: prose, perhaps a data block, a model block, an example output block. The program to run is
+the python block that imports a solver; when several do, the last one (models revise their answer as they go).
+Without fences the whole text counts if it parses as Python and imports something. A response cut off inside a
+fence (max tokens) still yields the open block.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+SOLVER_MODULES = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex", "pulp", "highspy", "cplex", "pyscipopt",
+                  "mip", "cvxpy", "scipy")
+PYTHON_TAGS = {"python", "py", "python3", "py3", "ipython"}
+
+_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n", re.MULTILINE)
+_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<mod>[A-Za-z_][\w]*)", re.MULTILINE)
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block as (language tag, body), in order. An unclosed last fence runs to the end."""
+    blocks: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if m is None:
+            break
+        fence = m.group("fence")
+        close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = close.search(text, m.end())
+        body = text[m.end(): end.start() if end else len(text)]
+        blocks.append((m.group("tag").lower(), body.rstrip() + "\n" if body.strip() else ""))
+        if end is None:
+            break
+        pos = end.end()
+    return [(tag, body) for tag, body in blocks if body]
+
+
+def imports_solver(code: str) -> bool:
+    return any(m.group("mod") in SOLVER_MODULES for m in _IMPORT.finditer(code))
+
+
+def extract_code(text: str) -> str | None:
+    """The program in ``text``, or None when it holds none. See the module docstring for the rules."""
+    if not text or not text.strip():
+        return None
+    blocks = code_blocks(text)
+    if blocks:
+        python = [b for tag, b in blocks if tag in PYTHON_TAGS]
+        untagged = [b for tag, b in blocks if not tag and _parses(b)]
+        for pool in (python, untagged):
+            solver = [b for b in pool if imports_solver(b)]
+            if solver:
+                return solver[-1]
+        pool = python or untagged
+        return max(pool, key=len) if pool else None
+    if _IMPORT.search(text) and _parses(text):
+        return text.strip() + "\n"
+    return None
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -1,0 +1,158 @@
+"""Suites: ordered sets of contracts with parameters, declared in Python or TOML; user files load by path.
+
+A Python suite file defines contracts with ``@contract`` and optionally ``SUITE = Suite.of(...)``; without
+``SUITE`` the file's own contracts form the suite. A TOML suite reads::
+
+    name = "lenient_policy"
+    files = ["my_contracts.py"]          # user contract files, relative to this TOML file
+    [[contracts]]
+    name = "objective_matches"
+    params = { rule = "orlm_lenient" }
+    severity = "warn"                    # optional override
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from contracts.api import REGISTRY, Contract, Severity, get_contract, load_builtins
+from solvers.errors import ConfigError, FlywheelError, nearest, unknown_name
+
+Entry = str | Contract | tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    contracts: tuple[Contract, ...]
+    description: str = ""
+
+    @classmethod
+    def of(cls, name: str, *entries: Entry, description: str = "") -> Suite:
+        """Build a suite from contract names, ``(name, params)`` pairs or contract objects, in order."""
+        out: list[Contract] = []
+        for e in entries:
+            if isinstance(e, Contract):
+                out.append(e)
+            elif isinstance(e, str):
+                out.append(get_contract(e))
+            else:
+                cname, params = e
+                out.append(get_contract(cname).with_params(**params))
+        names = [c.name for c in out]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"contract {dupes[0]!r} appears twice", culprit=f"suite {name}")
+        return cls(name=name, contracts=tuple(out), description=description)
+
+    def names(self) -> list[str]:
+        return [c.name for c in self.contracts]
+
+
+SUITES: dict[str, Callable[[], Suite]] = {}
+
+
+def register_suite(name: str) -> Callable[[Callable[[], Suite]], Callable[[], Suite]]:
+    def wrap(factory: Callable[[], Suite]) -> Callable[[], Suite]:
+        SUITES[name] = factory
+        return factory
+
+    return wrap
+
+
+def suite_names() -> list[str]:
+    load_builtins()
+    return sorted(SUITES)
+
+
+def load_contract_file(path: str | Path) -> tuple[ModuleType, list[Contract]]:
+    """Import a user contract file by path; returns the module and the contracts it defined.
+
+    The module name is derived from the absolute path, so loading the same file twice replaces its contracts
+    instead of clashing with them.
+    """
+    load_builtins()
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise FlywheelError("contract file not found", culprit=str(path))
+    mod_name = "flywheel_user_contracts_" + hashlib.sha256(str(p).encode()).hexdigest()[:10]
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise FlywheelError("not a Python file", culprit=str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except FlywheelError:
+        raise
+    except Exception as exc:
+        raise FlywheelError(f"failed to load: {type(exc).__name__}: {exc}", culprit=str(path)) from exc
+    return module, [c for c in REGISTRY.values() if c.source == mod_name]
+
+
+def load_suite(spec: str, contract_files: tuple[str | Path, ...] | list[str | Path] = ()) -> Suite:
+    """Resolve a suite: a built-in suite name, a ``.toml`` suite file, or a ``.py`` contract file.
+
+    ``contract_files`` are user contract files loaded first, so a built-in or TOML suite may name their contracts.
+    """
+    load_builtins()
+    for f in contract_files:
+        load_contract_file(f)
+    if spec.endswith(".py"):
+        module, defined = load_contract_file(spec)
+        suite = getattr(module, "SUITE", None)
+        if isinstance(suite, Suite):
+            return suite
+        if not defined:
+            raise FlywheelError("defines no contracts and no SUITE", culprit=spec)
+        return Suite(name=Path(spec).stem, contracts=tuple(defined))
+    if spec.endswith(".toml"):
+        return _load_toml(Path(spec))
+    if spec not in SUITES:
+        raise unknown_name("suite", spec, list(SUITES))
+    return SUITES[spec]()
+
+
+_TOP_KEYS = ("name", "description", "files", "contracts")
+_ENTRY_KEYS = ("name", "params", "severity")
+
+
+def _load_toml(path: Path) -> Suite:
+    if not path.is_file():
+        raise FlywheelError("suite file not found", culprit=str(path))
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"malformed TOML: {exc}", culprit=str(path)) from exc
+    _check_keys(data, _TOP_KEYS, str(path))
+    for f in data.get("files", []):
+        load_contract_file(path.parent / f)
+    entries: list[Contract] = []
+    for i, e in enumerate(data.get("contracts", [])):
+        where = f"{path} contracts[{i}]"
+        _check_keys(e, _ENTRY_KEYS, where)
+        if "name" not in e:
+            raise ConfigError("missing key 'name'", culprit=where)
+        c = get_contract(e["name"]).with_params(**e.get("params", {}))
+        if "severity" in e:
+            sev = Severity(e["severity"]) if e["severity"] in Severity.__members__.values() else None
+            if sev is None or (sev == Severity.REPAIR) != (c.severity == Severity.REPAIR):
+                raise ConfigError(f"severity {e['severity']!r} not allowed for {c.name}", culprit=where)
+            c = replace(c, severity=sev)
+        entries.append(c)
+    return Suite.of(data.get("name", path.stem), *entries, description=data.get("description", ""))
+
+
+def _check_keys(data: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in data:
+        if key not in allowed:
+            hint = nearest(key, allowed)
+            raise ConfigError(f"unknown key {key!r}" + (f" (did you mean {hint!r}?)" if hint else ""), culprit=where)
