@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from flywheel.curation.near import NearDupParams, near_duplicate_pairs
-from flywheel.curation.normalize import ngrams, normalize_text, tokenize
+from flywheel.curation.near import NearDupParams, filter_numbers, number_tokens, pairs_from_signatures, signatures
+from flywheel.curation.normalize import ngrams, tokenize
+from solvers.errors import unknown_name
+
+KINDS = ("ngram", "near", "structural")
 
 
 class DecontamParams(BaseModel):
@@ -31,6 +35,7 @@ class DecontamParams(BaseModel):
     n: int = Field(13, ge=3, description="word n-gram length of the overlap test")
     min_shared: int = Field(1, ge=1, description="shared n-grams with one benchmark question that flag a sample")
     max_item_df: int = Field(5, ge=1, description="n-grams in more distinct benchmark questions are boilerplate")
+    min_distinct_words: int = Field(4, ge=0, description="n-grams with fewer distinct words are enumerations")
     near: bool = Field(True, description="also flag near-duplicates of benchmark questions (MinHash)")
     near_params: NearDupParams = Field(default_factory=NearDupParams)
     structural: bool = Field(True, description="also flag models structurally equal to benchmark reference models")
@@ -53,12 +58,14 @@ class DecontamIndex:
 
     def __init__(self, params: DecontamParams | None = None) -> None:
         self.params = params or DecontamParams()
-        self._grams: dict[str, set[int]] = defaultdict(set)  # n-gram -> item keys
-        self._question_of_gram_df: dict[str, set[str]] = defaultdict(set)  # n-gram -> distinct normalised questions
+        self._grams: dict[str, list[int]] = defaultdict(list)  # n-gram -> item keys
         self._items: list[tuple[str, str]] = []  # item key -> (benchmark, item id)
+        self._question_key: list[str] = []  # item key -> hash of its normalised question
         self._texts: list[str] = []
         self._n_grams: list[int] = []
         self._structural: dict[str, list[int]] = defaultdict(list)
+        self._signatures: np.ndarray | None = None  # MinHash rows of self._texts, computed on first near check
+        self._numbers: list[set[str]] = []
 
     def __len__(self) -> int:
         return len(self._items)
@@ -67,28 +74,38 @@ class DecontamIndex:
         key = len(self._items)
         self._items.append((benchmark, item_id))
         self._texts.append(question)
-        grams = ngrams(tokenize(question), self.params.n)
+        tokens = tokenize(question)
+        self._numbers.append({t for t in tokens if t[0].isdigit()})
+        self._signatures = None
+        grams = ngrams(tokens, self.params.n)
         self._n_grams.append(len(grams))
-        # Document frequency counts distinct questions, not items: the same question shipped in three variants of
-        # one benchmark (original, corrected, cleaned) is one question, not boilerplate.
-        qkey = hashlib.sha1(normalize_text(question).encode()).hexdigest()
+        self._question_key.append(hashlib.sha1(" ".join(tokens).encode()).hexdigest())
         for g in grams:
-            self._grams[g].add(key)
-            self._question_of_gram_df[g].add(qkey)
+            self._grams[g].append(key)
         if structural_hash:
             self._structural[structural_hash].append(key)
 
-    def check_many(self, texts: Sequence[str], structural_hashes: Sequence[str | None] | None = None) -> list[list[BenchmarkHit]]:
-        """Hits per text (empty list: clean). ``structural_hashes`` aligns with ``texts`` (None where unknown)."""
-        hits: list[list[BenchmarkHit]] = [self._ngram_hits(t) for t in texts]
-        if self.params.near and self._texts and texts:
-            for i, j, sim in near_duplicate_pairs([*self._texts, *texts], self.params.near_params):
-                if i < len(self._texts) <= j:  # a benchmark question (i) and a sample (j)
-                    bench, item = self._items[i]
-                    sample = j - len(self._texts)
-                    if not any(h.item_id == item for h in hits[sample]):
-                        hits[sample].append(BenchmarkHit(benchmark=bench, item_id=item, kind="near", overlap=sim))
-        if self.params.structural and structural_hashes is not None:
+    def check_many(
+        self,
+        texts: Sequence[str],
+        structural_hashes: Sequence[str | None] | None = None,
+        kinds: Collection[str] = KINDS,
+    ) -> list[list[BenchmarkHit]]:
+        """Hits per text (empty list: clean). ``structural_hashes`` aligns with ``texts`` (None where unknown).
+
+        ``kinds`` restricts the detectors (each still subject to its switch in the params). A benchmark item found
+        by n-grams is not reported again as a near-duplicate.
+        """
+        unknown = set(kinds) - set(KINDS)
+        if unknown:
+            raise unknown_name("decontamination detector", sorted(unknown)[0], list(KINDS))
+        hits: list[list[BenchmarkHit]] = [self._ngram_hits(t) if "ngram" in kinds else [] for t in texts]
+        if self.params.near and "near" in kinds and self._texts and texts:
+            for i, sample, sim in self._near_pairs(texts):
+                bench, item = self._items[i]
+                if not any(h.item_id == item for h in hits[sample]):
+                    hits[sample].append(BenchmarkHit(benchmark=bench, item_id=item, kind="near", overlap=sim))
+        if self.params.structural and "structural" in kinds and structural_hashes is not None:
             for s, h in enumerate(structural_hashes):
                 for key in self._structural.get(h or "", ()):
                     bench, item = self._items[key]
@@ -98,12 +115,23 @@ class DecontamIndex:
     def check(self, text: str, structural_hash: str | None = None) -> list[BenchmarkHit]:
         return self.check_many([text], [structural_hash])[0]
 
+    def _near_pairs(self, texts: Sequence[str]) -> list[tuple[int, int, float]]:
+        """(benchmark item key, sample index, similarity) of near-duplicates; benchmark signatures are cached."""
+        p = self.params.near_params
+        if self._signatures is None:
+            self._signatures = signatures(self._texts, p)
+        n = len(self._texts)
+        sig = np.concatenate([self._signatures, signatures(texts, p)])
+        pairs = pairs_from_signatures(sig, p, cross_at=n)
+        pairs = filter_numbers(pairs, [*self._numbers, *(number_tokens(t) for t in texts)], p)
+        return [(i, j - n, s) for i, j, s in pairs]
+
     def _ngram_hits(self, text: str) -> list[BenchmarkHit]:
         shared: Counter[int] = Counter()
         for g in ngrams(tokenize(text), self.params.n):
             keys = self._grams.get(g)
-            if keys and len(self._question_of_gram_df[g]) <= self.params.max_item_df:
-                shared.update(keys)
+            if keys and self._informative(g, keys):
+                shared.update(set(keys))
         out = []
         for key, count in shared.most_common():
             if count < self.params.min_shared:
@@ -112,3 +140,16 @@ class DecontamIndex:
             overlap = count / max(1, self._n_grams[key])
             out.append(BenchmarkHit(benchmark=bench, item_id=item, kind="ngram", shared_ngrams=count, overlap=overlap))
         return out
+
+    def _informative(self, gram: str, keys: list[int]) -> bool:
+        """An n-gram counts unless it is boilerplate or an enumeration.
+
+        Boilerplate: it occurs in more than ``max_item_df`` distinct benchmark questions (distinct questions, not
+        items: one question shipped in three variants of a benchmark is one question). Enumeration: fewer than
+        ``min_distinct_words`` distinct words, such as the table header "tower 1 tower 2 tower 3 ..." that a
+        generated set-cover table and a benchmark table share without one copying the other.
+        """
+        words = {t for t in gram.split() if not t[0].isdigit()}
+        if len(words) < self.params.min_distinct_words:
+            return False
+        return len({self._question_key[k] for k in keys}) <= self.params.max_item_df

@@ -105,7 +105,9 @@ def minhash_signatures(docs: Sequence[Sequence[str]], num_perm: int, seed: int) 
     return sig
 
 
-def _candidate_pairs(sig: np.ndarray, bands: int, rows: int, valid: np.ndarray, max_bucket: int) -> set[tuple[int, int]]:
+def _candidate_pairs(
+    sig: np.ndarray, bands: int, rows: int, valid: np.ndarray, max_bucket: int, cross_at: int | None
+) -> set[tuple[int, int]]:
     pairs: set[tuple[int, int]] = set()
     idx = np.flatnonzero(valid)
     for band in range(bands):
@@ -118,7 +120,10 @@ def _candidate_pairs(sig: np.ndarray, bands: int, rows: int, valid: np.ndarray, 
         bounds = np.concatenate(([0], np.cumsum(counts)))
         for g in np.flatnonzero(counts > 1):
             members = idx[order[bounds[g] : bounds[g + 1]]]
-            if len(members) <= max_bucket:
+            if cross_at is not None:
+                left, right = members[members < cross_at], members[members >= cross_at]
+                pairs.update((int(x), int(y)) for x in left for y in right)
+            elif len(members) <= max_bucket:
                 pairs.update((int(x), int(y)) for k, x in enumerate(members) for y in members[k + 1 :])
             else:
                 first = int(members[0])
@@ -126,16 +131,29 @@ def _candidate_pairs(sig: np.ndarray, bands: int, rows: int, valid: np.ndarray, 
     return pairs
 
 
-def _numpy_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
-    sig = minhash_signatures(docs, params.num_perm, params.seed)
+def signatures(texts: Sequence[str], params: NearDupParams) -> np.ndarray:
+    """MinHash signatures of ``texts`` (numpy backend), for callers that reuse one side of a comparison."""
+    return minhash_signatures([shingle_tokens(t, params.shingle) for t in texts], params.num_perm, params.seed)
+
+
+def pairs_from_signatures(sig: np.ndarray, params: NearDupParams, cross_at: int | None = None) -> list[Pair]:
+    """LSH candidates over signature rows, kept when the signature agreement reaches the threshold.
+
+    With ``cross_at``, only pairs (i, j) with i < cross_at <= j are considered: rows before it are one collection
+    (say, benchmark questions), rows from it on another (samples), and pairs within a collection are not wanted.
+    """
     bands, rows = lsh_bands(params.threshold, params.num_perm)
-    valid = np.fromiter((len(d) > 0 for d in docs), dtype=bool, count=len(docs))
+    valid = ~np.all(sig == np.iinfo(np.uint32).max, axis=1)
     out: list[Pair] = []
-    for i, j in sorted(_candidate_pairs(sig, bands, rows, valid, params.max_bucket_pairs)):
+    for i, j in sorted(_candidate_pairs(sig, bands, rows, valid, params.max_bucket_pairs, cross_at)):
         sim = float(np.mean(sig[i] == sig[j]))
         if sim >= params.threshold:
             out.append((i, j, sim))
     return out
+
+
+def _numpy_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
+    return pairs_from_signatures(minhash_signatures(docs, params.num_perm, params.seed), params)
 
 
 # ---- datasketch backend ----------------------------------------------------------------------------------------
@@ -181,10 +199,13 @@ def near_duplicate_pairs(texts: Sequence[str], params: NearDupParams | None = No
     if backend is None:
         raise unknown_name("near-dup backend", params.backend, list(BACKENDS))
     docs = [shingle_tokens(t, params.shingle) for t in texts]
-    pairs = backend(docs, params)
+    return filter_numbers(backend(docs, params), [number_tokens(t) for t in texts], params)
+
+
+def filter_numbers(pairs: list[Pair], numbers: Sequence[set[str]], params: NearDupParams) -> list[Pair]:
+    """Keep the pairs whose number-token sets agree (see the module docstring); all of them without a threshold."""
     if params.number_threshold is None:
         return pairs
-    numbers = [number_tokens(t) for t in texts]
     return [(i, j, s) for i, j, s in pairs if jaccard(numbers[i], numbers[j]) >= params.number_threshold]
 
 
