@@ -1,0 +1,89 @@
+"""``flywheel eval score`` (re-score existing outputs) and ``flywheel eval run`` (a policy on benchmarks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from solvers.errors import FlywheelError
+
+
+def _rules(rule: str) -> tuple[str, ...]:
+    from contracts.tolerance import RULES
+    from flywheel.evaluate.score import DEFAULT_RULES
+    from solvers.errors import unknown_name
+
+    if rule == "all":
+        return DEFAULT_RULES
+    names = tuple(r.strip() for r in rule.split(",") if r.strip())
+    for r in names:
+        if r not in RULES:
+            raise unknown_name("tolerance rule", r, [*RULES, "all"])
+    return names
+
+
+def summary_table(summary: dict[str, Any], rules: tuple[str, ...], k: int = 1) -> Table:
+    table = Table(title="Pass@1 by benchmark and rule")
+    table.add_column("benchmark")
+    table.add_column("items", justify="right")
+    table.add_column("labelled", justify="right")
+    for r in rules:
+        table.add_column(f"{r} passed", justify="right")
+        table.add_column(f"{r} pass@1", justify="right")
+        if k > 1:
+            table.add_column(f"{r} pass@{k}", justify="right")
+    table.add_column("misses (strict)")
+    for name, entry in summary.items():
+        row = [name, str(entry["items"]), str(entry["labelled_items"])]
+        for r in rules:
+            e = entry["rules"][r]
+            row += [str(e["passed"]), f"{100 * e['pass@1']:.1f}%"]
+            if k > 1:
+                row.append(f"{100 * e[f'pass@{k}']:.1f}%")
+        row.append(", ".join(f"{c}={n}" for c, n in entry["miss_classes"].items()) or "-")
+        table.add_row(*row)
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    eval_app = typer.Typer(help="Evaluate policies and score existing outputs.", no_args_is_help=True)
+
+    @eval_app.command("score")
+    def score(
+        completions: Path = typer.Option(..., "--completions", help="JSONL: id, answer, completion or code."),
+        rule: str = typer.Option("all", "--rule", help="strict | orlm_lenient | all (comma-separated allowed)"),
+        out: Path | None = typer.Option(None, "--out", help="Write verdicts.jsonl and summary.json here."),
+        workers: int | None = typer.Option(None, "--workers", min=1),
+        timeout: float = typer.Option(60.0, "--timeout", help="Per-item wall-clock limit (s)."),
+        k: int = typer.Option(1, "--k", min=1, help="Also report pass@k (needs k samples per id)."),
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Score outputs that already exist (e.g. another model's published completions)."""
+        from flywheel.evaluate.runner import score_completions, write_results
+        from flywheel.evaluate.score import load_completions
+
+        rules = _rules(rule)
+        items = load_completions(completions)
+        if not items:
+            raise FlywheelError("no completions in file", culprit=str(completions))
+        verdicts, summary = score_completions(items, rules=rules, timeout_s=timeout, workers=workers, k=k,
+                                              progress=fmt == "table")
+        if out:
+            write_results(out, verdicts, summary, {"completions": str(completions)})
+        if fmt == "json":
+            typer.echo(json.dumps(summary, indent=2, sort_keys=True))
+            return
+        console = Console()
+        console.print(summary_table(summary, rules, k))
+        disputes = sorted({i for e in summary.values() for i in e["disputes"]})
+        if disputes:
+            console.print(f"label disputes to review ({len(disputes)}): {', '.join(disputes[:20])}")
+        if out:
+            console.print(f"wrote {out / 'verdicts.jsonl'} and {out / 'summary.json'}")
+
+    app.add_typer(eval_app, name="eval")
