@@ -46,6 +46,10 @@ class NearDupParams(BaseModel):
     num_perm: int = Field(128, ge=16, description="MinHash permutations (signature length)")
     seed: int = Field(0, ge=0, description="seed of the hash permutations")
     backend: str = Field("numpy", description="numpy | datasketch")
+    # LSH band choice weighs missed pairs (false negatives) against extra candidates (false positives). Candidates
+    # are re-checked anyway, so a miss costs more than a candidate: 0.9 puts the band-collision probability at the
+    # default threshold near 0.94 where equal weights give 0.56.
+    false_negative_weight: float = Field(0.9, gt=0, lt=1)
     # Buckets larger than this link every member to the first one instead of all pairs, so a thousand copies of
     # one template cost a thousand checks, not half a million.
     max_bucket_pairs: int = Field(64, ge=2)
@@ -58,8 +62,8 @@ def shingle_tokens(text: str, n: int) -> list[str]:
     return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
-def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows) minimising false positives + false negatives around ``threshold`` (equal weights).
+def lsh_bands(threshold: float, num_perm: int, false_negative_weight: float = 0.5) -> tuple[int, int]:
+    """(bands, rows) minimising the weighted false-positive + false-negative area around ``threshold``.
 
     The probability that two documents of similarity s share a band is 1 - (1 - s**r)**b; the integrals of that
     curve below and of its complement above the threshold are the two error areas (the rule datasketch uses).
@@ -73,8 +77,9 @@ def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
             break
         fp = np.trapezoid(1 - (1 - s_lo**r) ** b, s_lo)
         fn = np.trapezoid((1 - s_hi**r) ** b, s_hi)
-        if fp + fn < best_err:
-            best, best_err = (b, r), fp + fn
+        err = (1 - false_negative_weight) * fp + false_negative_weight * fn
+        if err < best_err:
+            best, best_err = (b, r), err
     return best
 
 
@@ -142,7 +147,7 @@ def pairs_from_signatures(sig: np.ndarray, params: NearDupParams, cross_at: int 
     With ``cross_at``, only pairs (i, j) with i < cross_at <= j are considered: rows before it are one collection
     (say, benchmark questions), rows from it on another (samples), and pairs within a collection are not wanted.
     """
-    bands, rows = lsh_bands(params.threshold, params.num_perm)
+    bands, rows = lsh_bands(params.threshold, params.num_perm, params.false_negative_weight)
     valid = ~np.all(sig == np.iinfo(np.uint32).max, axis=1)
     out: list[Pair] = []
     for i, j in sorted(_candidate_pairs(sig, bands, rows, valid, params.max_bucket_pairs, cross_at)):
@@ -162,7 +167,8 @@ def _numpy_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list
 def _datasketch_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
     from datasketch import MinHash, MinHashLSH
 
-    lsh = MinHashLSH(threshold=params.threshold, num_perm=params.num_perm)
+    fnw = params.false_negative_weight
+    lsh = MinHashLSH(threshold=params.threshold, num_perm=params.num_perm, weights=(1 - fnw, fnw))
     sketches: list[MinHash | None] = []
     for i, doc in enumerate(docs):
         if not doc:
