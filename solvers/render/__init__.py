@@ -1,1 +1,29 @@
-"""Renderers: IR -> idiomatic program text per solver API, and IR -> five-element formulation text."""
+"""Renderers: IR -> idiomatic program text per solver API, and IR -> five-element formulation text.
+
+``render(model, api)`` returns a complete Python program that builds the model with that API's own idioms
+(data as literals at the top, one statement per variable group, one statement or loop per constraint group),
+solves it once and prints the status and the objective. Each API is one module that registers a ``Renderer``.
+"""
+
+from __future__ import annotations
+
+from solvers.errors import unknown_name
+from solvers.ir import Model
+from solvers.render.base import RENDERERS, Renderer, register
+
+APIS: tuple[str, ...] = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
+
+
+def render(model: Model, api: str) -> str:
+    """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API."""
+    _load()
+    if api not in RENDERERS:
+        raise unknown_name("solver API", api, list(RENDERERS))
+    return RENDERERS[api]().render(model)
+
+
+def _load() -> None:
+    from solvers.render import coptpy, docplex, gurobipy, ortools, pyomo  # noqa: F401  (registers each API)
+
+
+__all__ = ["APIS", "RENDERERS", "Renderer", "register", "render"]

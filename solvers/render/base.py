@@ -1,0 +1,172 @@
+"""The renderer interface and the program skeleton every API fills in.
+
+A rendered program has the same five parts in every API: a header comment, the data as Python literals, the
+decision variables (one statement per variable group), the constraints (one statement or loop per constraint
+group), the objective, and one solve call followed by the status and objective printed. Subclasses say how
+their API writes each part; ``plan`` has already decided names, loops and templates.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from solvers.ir import Model, ObjSense, VarType
+from solvers.render.plan import (
+    ConGroupPlan,
+    Dialect,
+    ObjectivePlan,
+    Plan,
+    Row,
+    VarGroupPlan,
+    explicit_text,
+    linear_text,
+    lit,
+    plan,
+    rhs_text,
+    wrap_expr,
+)
+
+RENDERERS: dict[str, type[Renderer]] = {}
+
+
+def register(cls: type[Renderer]) -> type[Renderer]:
+    """Class decorator: make a renderer available under its ``api`` name."""
+    RENDERERS[cls.api] = cls
+    return cls
+
+
+class Renderer(Dialect, ABC):
+    api: ClassVar[str]
+    infinity: ClassVar[str] = "None"
+    neg_infinity: ClassVar[str] = "None"
+
+    def render(self, model: Model) -> str:
+        self.check(model)
+        p = plan(model)
+        self.p = p
+        self.scalars = {g.ident for g in p.var_groups if g.scalar}
+        m = model.metrics()
+        kind = {"LP": "linear program", "IP": "integer program", "MILP": "mixed-integer linear program",
+                "QP": "convex quadratic program", "MIQP": "mixed-integer quadratic program"}[model.problem_class]
+        lines = [f"# {model.name}: a {kind} with {m['n_vars']} variables and {m['n_constraints']} constraints, "
+                 f"written for {self.api}.", *self.imports(p), "", "# ---- data ----",
+                 *p.data_lines(self.infinity, self.neg_infinity), "", *self.model_lines(p), "",
+                 "# ---- decision variables ----"]
+        for g in p.var_groups:
+            note = g.description + (f" ({g.unit})" if g.unit else "")
+            if note.strip():
+                lines.append(f"# {note.strip()}")
+            lines += self.var_group(g)
+        lines += ["", "# ---- constraints ----"]
+        for cg in p.con_groups:
+            desc = f": {cg.description}" if cg.description else ""
+            rows = f" ({cg.n_rows} row{'s' if cg.n_rows != 1 else ''})"
+            lines.append(f"# {cg.name}{desc}{rows}")
+            lines += self.con_group(cg) if cg.templated else self.explicit_rows(cg)
+        lines += ["", "# ---- objective ----"]
+        if p.objective.description:
+            lines.append(f"# {p.objective.sense.value} {p.objective.description}")
+        lines += self.objective(p.objective)
+        lines += ["", "# ---- solve and report ----", *self.solve_lines(p)]
+        return "\n".join(lines) + "\n"
+
+    def check(self, model: Model) -> None:
+        """Raise a FlywheelError when this API cannot express ``model`` (default: every model is fine)."""
+
+    # ---- pieces each API writes --------------------------------------------------------------------
+
+    @abstractmethod
+    def imports(self, p: Plan) -> list[str]: ...
+
+    @abstractmethod
+    def model_lines(self, p: Plan) -> list[str]: ...
+
+    @abstractmethod
+    def var_group(self, g: VarGroupPlan) -> list[str]: ...
+
+    @abstractmethod
+    def con_group(self, cg: ConGroupPlan) -> list[str]:
+        """A templated group: one statement or loop."""
+
+    @abstractmethod
+    def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
+        """A group written row by row."""
+
+    @abstractmethod
+    def objective(self, o: ObjectivePlan) -> list[str]: ...
+
+    @abstractmethod
+    def solve_lines(self, p: Plan) -> list[str]: ...
+
+    # ---- shared helpers ----------------------------------------------------------------------------
+
+    def template_constraint(self, cg: ConGroupPlan, indent: str = "    ") -> str:
+        """``lhs <= rhs`` of a templated group, wrapped for the given indentation."""
+        assert cg.rhs is not None and cg.sense is not None
+        text = f"{linear_text(cg.terms, self, self.scalars)} {cg.sense.value} {rhs_text(cg.rhs)}"
+        return wrap_expr(text, indent)
+
+    def row_constraint(self, row: Row, indent: str = "    ") -> str:
+        return wrap_expr(f"{explicit_text(row.terms, self, self.scalars)} {row.sense.value} {lit(row.rhs)}", indent)
+
+    def objective_expr(self, o: ObjectivePlan, indent: str = "    ") -> str:
+        body = linear_text(o.terms, self, self.scalars) if o.terms is not None else explicit_text(
+            o.explicit, self, self.scalars)
+        if o.constant:
+            body = f"{body} {'-' if o.constant < 0 else '+'} {lit(abs(o.constant))}" if body != "0" else lit(
+                o.constant)
+        return wrap_expr(body, indent)
+
+    @staticmethod
+    def maximize(o: ObjectivePlan) -> bool:
+        return o.sense == ObjSense.MAXIMIZE
+
+    @staticmethod
+    def is_mip(p: Plan) -> bool:
+        return p.is_mip
+
+    @staticmethod
+    def vtype_of(g: VarGroupPlan) -> VarType:
+        return g.vtype
+
+
+def index_args(g: VarGroupPlan) -> str:
+    """The index argument(s) of a gurobipy/coptpy-style ``addVars``: the sets, or the key list."""
+    return ", ".join(g.set_idents) if g.full else str(g.keys_ident)
+
+
+def multiline_call(head: str, body: str, tail: str = ")") -> list[str]:
+    """``head(body)`` on one line if short, else with the body indented on its own lines."""
+    flat = re.sub(r"\n\s*", " ", body)
+    if len(head) + len(flat) + len(tail) <= 116:
+        return [f"{head}{flat}{tail}"]
+    return [head, "    " + body.replace("\n", "\n    "), tail]
+
+
+def statement_loop(loop_gens: tuple, dialect: Dialect, body: list[str]) -> list[str]:
+    """Nested ``for`` statements over a row loop's generators, with ``body`` inside the innermost one."""
+    lines, indent = [], ""
+    for g in loop_gens:
+        lines.append(f"{indent}{g.text(dialect.source(g))}:")
+        indent += "    "
+    return lines + [indent + line.replace("\n", "\n" + indent) for line in body]
+
+
+def var_comprehension(g: VarGroupPlan, taken: set[str]) -> tuple[str, str, str, tuple[str, ...]]:
+    """How a dict-of-variables API enumerates a group: (key expression, ``for`` clauses, name f-string, targets).
+
+    ``make = {p: solver.NumVar(..., f"make[{p}]") for p in products}``.
+    """
+    from solvers.render.plan import Namespace, _short
+
+    local = Namespace(taken)
+    targets = tuple(local.claim(_short(s)) for s in g.sets)
+    if g.full:
+        clauses = " ".join(f"for {t} in {s}" for t, s in zip(targets, g.set_idents, strict=True))
+    else:
+        clauses = f"for {', '.join(targets)} in {g.keys_ident}"
+    key = targets[0] if len(targets) == 1 else "(" + ", ".join(targets) + ")"
+    name = 'f"' + g.name + "[" + ",".join("{" + t + "}" for t in targets) + ']"'
+    return key, clauses, name, targets
