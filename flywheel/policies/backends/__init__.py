@@ -1,0 +1,1 @@
+"""Policy backends, one module per spec scheme (``openai``, ``hf``, ``vllm``)."""
