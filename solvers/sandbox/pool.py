@@ -155,7 +155,10 @@ class WorkerProcess:
         self.served += 1
         if reply is None or reply.get("type") != "result":
             return None, True
-        return Execution(**reply["execution"]), bool(reply.get("anomaly"))
+        try:
+            return Execution(**reply["execution"]), bool(reply.get("anomaly"))
+        except (TypeError, ValueError):  # a worker speaking another version of the protocol
+            return None, True
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -178,11 +178,11 @@ class Worker:
             stdout_truncated=totals[out_r] > cap, stderr_truncated=totals[err_r] > cap,
             wall_s=round(wall, 4), cpu_s=round(rusage.ru_utime + rusage.ru_stime, 4),
             max_rss_mb=round(rusage.ru_maxrss / 1024.0, 2), error=reason or "", isolation="+".join(layers),
-            returned=done.get("returned"),
+            returned=done.get("returned"), exec_s=round(float(done.get("exec_s") or 0.0), 4),
         )
-        anomaly = timed_out or output_flood or leftovers > 0 or status in (ExecStatus.TAMPERED,
-                                                                           ExecStatus.SANDBOX_ERROR,
-                                                                           ExecStatus.MEMORY_LIMIT)
+        # A killed child (timeout, flood, OOM) leaves the worker as it was: fork isolates it. What does not:
+        # processes that escaped the child's group, a tampering attempt, or a set-up failure.
+        anomaly = leftovers > 0 or status in (ExecStatus.TAMPERED, ExecStatus.SANDBOX_ERROR)
         return execution, anomaly
 
     def _read_into(self, fd: int, buffers: dict[int, bytearray], totals: dict[int, int], sel: Any,

@@ -1,0 +1,170 @@
+"""Capture fidelity: every solver API x {optimal, infeasible} gives the right normalised record, never stdout's word.
+
+One tiny model everywhere: max 3x + 2y, x + y <= 5, 0 <= x <= 4, y integer in [0, 3] (optimum 14 at x=4, y=1);
+the infeasible variant adds x + y >= 8.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from solvers.records import ExecStatus, SolveStatus
+from solvers.sandbox import Program, SandboxConfig, run_batch
+
+PROGRAMS = {
+    "gurobipy": """
+import gurobipy as gp
+m = gp.Model()
+x = m.addVar(ub=4, name="x"); y = m.addVar(vtype=gp.GRB.INTEGER, ub=3, name="y")
+m.setObjective(3*x + 2*y, gp.GRB.MAXIMIZE)
+m.addConstr(x + y <= 5, name="c")
+{infeasible}m.addConstr(x + y >= 8, name="bad")
+m.optimize()
+""",
+    "pyomo": """
+import pyomo.environ as pe
+m = pe.ConcreteModel()
+m.x = pe.Var(bounds=(0, 4)); m.y = pe.Var(within=pe.Integers, bounds=(0, 3))
+m.obj = pe.Objective(expr=3*m.x + 2*m.y, sense=pe.maximize)
+m.c = pe.Constraint(expr=m.x + m.y <= 5)
+{infeasible}m.bad = pe.Constraint(expr=m.x + m.y >= 8)
+pe.SolverFactory("highs").solve(m, load_solutions=False)
+""",
+    "ortools-scip": """
+from ortools.linear_solver import pywraplp
+s = pywraplp.Solver.CreateSolver("SCIP")
+x = s.NumVar(0, 4, "x"); y = s.IntVar(0, 3, "y")
+s.Add(x + y <= 5)
+{infeasible}s.Add(x + y >= 8)
+s.Maximize(3*x + 2*y)
+s.Solve()
+""",
+    "ortools-glop": """
+from ortools.linear_solver import pywraplp
+s = pywraplp.Solver.CreateSolver("GLOP")
+x = s.NumVar(0, 4, "x"); y = s.NumVar(0, 1, "y")
+s.Add(x + y <= 5)
+{infeasible}s.Add(x + y >= 8)
+s.Maximize(3*x + 2*y)
+s.Solve()
+""",
+    "cp-sat": """
+from ortools.sat.python import cp_model
+m = cp_model.CpModel()
+x = m.NewIntVar(0, 4, "x"); y = m.NewIntVar(0, 3, "y")
+m.Add(x + y <= 5)
+{infeasible}m.Add(x + y >= 8)
+m.Maximize(3*x + 2*y)
+cp_model.CpSolver().Solve(m)
+""",
+    "mathopt": """
+from ortools.math_opt.python import mathopt
+m = mathopt.Model()
+x = m.add_variable(lb=0, ub=4, name="x"); y = m.add_integer_variable(lb=0, ub=3, name="y")
+m.add_linear_constraint(x + y <= 5)
+{infeasible}m.add_linear_constraint(x + y >= 8)
+m.maximize(3*x + 2*y)
+mathopt.solve(m, mathopt.SolverType.GSCIP)
+""",
+    "coptpy": """
+import coptpy as cp
+env = cp.Envr(); m = env.createModel("t")
+x = m.addVar(lb=0, ub=4, name="x"); y = m.addVar(lb=0, ub=3, vtype=cp.COPT.INTEGER, name="y")
+m.addConstr(x + y <= 5)
+{infeasible}m.addConstr(x + y >= 8)
+m.setObjective(3*x + 2*y, cp.COPT.MAXIMIZE)
+m.solve()
+""",
+    "docplex": """
+from docplex.mp.model import Model
+m = Model()
+x = m.continuous_var(0, 4, name="x"); y = m.integer_var(0, 3, name="y")
+m.add_constraint(x + y <= 5)
+{infeasible}m.add_constraint(x + y >= 8)
+m.maximize(3*x + 2*y)
+m.solve()
+""",
+    "highspy": """
+import highspy
+h = highspy.Highs(); h.setOptionValue("output_flag", False)
+x = h.addVariable(0, 4, name="x"); y = h.addIntegral(0, 3, name="y")
+h.addConstr(x + y <= 5)
+{infeasible}h.addConstr(x + y >= 8)
+h.maximize(3*x + 2*y)
+""",
+    "pulp": """
+import pulp
+p = pulp.LpProblem("t", pulp.LpMaximize)
+x = pulp.LpVariable("x", 0, 4); y = pulp.LpVariable("y", 0, 3, cat="Integer")
+p += 3*x + 2*y
+p += x + y <= 5
+{infeasible}p += x + y >= 8
+p.solve(pulp.PULP_CBC_CMD(msg=0))
+""",
+}
+API_OF = {"ortools-scip": "ortools", "ortools-glop": "ortools", "cp-sat": "ortools", "mathopt": "ortools"}
+# The LP variant (glop) has y continuous in [0, 1]: optimum 3*4 + 2*1 = 14 as well.
+OPTIMUM = 14.0
+# Exports we can read back as MPS: every API with a writer (CP-SAT and MathOpt have none).
+HAS_MPS = {"gurobipy", "pyomo", "ortools-scip", "ortools-glop", "coptpy", "docplex", "highspy", "pulp"}
+
+
+@pytest.fixture(scope="module")
+def executions() -> dict[tuple[str, bool], object]:
+    progs = []
+    for name, template in PROGRAMS.items():
+        for infeasible in (False, True):
+            code = template.replace("{infeasible}", "" if infeasible else "# ") + "print('Optimal objective: 42')\n"
+            progs.append(Program(program_id=f"{name}-{infeasible}", code=code))
+    results = list(run_batch(progs, SandboxConfig(timeout_s=60)))
+    return {(p.program_id.rsplit("-", 1)[0], p.program_id.endswith("True")): e for p, e in
+            zip(progs, results, strict=True)}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_optimal_solve_is_captured(executions: dict, name: str) -> None:
+    e = executions[(name, False)]
+    assert e.status == ExecStatus.OK, (e.error, e.stderr[-500:])
+    assert len(e.solves) == 1  # nested solver calls (pyomo -> highspy) are recorded once
+    s = e.solves[0]
+    assert s.api == API_OF.get(name, name)
+    assert s.status == SolveStatus.OPTIMAL
+    # 1e-6: a 2-variable model solved to optimality; any solver returns 14 up to its feasibility tolerance.
+    assert s.objective == pytest.approx(OPTIMUM, rel=1e-6)
+    assert s.bound == pytest.approx(OPTIMUM, rel=1e-6) or s.bound is None
+    assert s.sense == "maximize"
+    assert s.n_vars == 2 and s.n_constraints == 1
+    assert s.n_int_vars == (0 if name == "ortools-glop" else 2 if name == "cp-sat" else 1)
+    assert sorted(s.solution) == ["x", "y"] or name == "pyomo" and sorted(s.solution) == ["x", "y"]
+    assert s.solution["x"] == pytest.approx(4.0, abs=1e-6)
+    assert s.solver and s.solver_version
+    if name in HAS_MPS:
+        assert s.model_mps and "ROWS" in s.model_mps and "COLUMNS" in s.model_mps
+    assert "Optimal objective: 42" in e.stdout  # printed, and ignored
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_infeasible_solve_is_captured(executions: dict, name: str) -> None:
+    e = executions[(name, True)]
+    assert e.status == ExecStatus.SOLVER_INFEASIBLE, (e.error, e.stderr[-500:])
+    s = e.solves[-1]
+    assert s.status in (SolveStatus.INFEASIBLE, SolveStatus.INF_OR_UNBD)
+    assert s.objective is None and s.solution == {}
+
+
+def test_mps_round_trips_through_highs(executions: dict) -> None:
+    """The captured MPS is the model the program built: HiGHS re-solves it to the same optimum."""
+    import tempfile
+
+    import highspy
+
+    for name in sorted(HAS_MPS):
+        mps = executions[(name, False)].solves[0].model_mps
+        with tempfile.NamedTemporaryFile("w", suffix=".mps", delete=False) as fh:
+            fh.write(mps)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.readModel(fh.name)
+        h.run()
+        # Some writers store max as min of the negation; compare magnitudes. 1e-6: as above.
+        assert abs(h.getInfo().objective_function_value) == pytest.approx(OPTIMUM, rel=1e-6), name

@@ -1,0 +1,127 @@
+"""Real-world programs nobody here wrote (../shared/code_samples): does the sandbox reproduce published objectives?
+
+Each set's calling convention comes from its SOURCE.md: NLP4LP programs open ``parameters.json`` at a hard-coded
+absolute path (we place the file in the working directory and map the path); ComplexOR programs are functions
+called with ``sample_input``. Run as a script for the per-set report:
+``.venv/bin/python tests/test_sandbox_samples.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solvers.records import ExecStatus, Execution
+from solvers.sandbox import Program, SandboxConfig, run_batch
+
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "code_samples"
+# Relative tolerance for "reproduces the published objective": the sources print 4-6 significant digits and the
+# solvers stop at a 1e-4 relative MIP gap (Gurobi's default MIPGap), so 1e-4 is the tightest honest comparison.
+RTOL = 1e-4
+ABS_PATH = re.compile(r"""(["'])(?:[A-Za-z]:)?/[^"'\n]*?parameters\.json\1""")
+# Generous: a few published programs are hard MIPs; 20 s keeps the whole ORThought set inside the test budget.
+CONFIG = SandboxConfig(timeout_s=20.0, capture_mps=False)
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    path = SAMPLES / name / "samples.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def to_program(set_name: str, row: dict[str, Any]) -> Program:
+    code = row.get("code") or ""
+    if set_name == "nlp4lp_optimus_reference_code":
+        return Program(program_id=row["id"], code=ABS_PATH.sub('"parameters.json"', code),
+                       files={"parameters.json": json.dumps(row["parameters"])})
+    if set_name == "complexor_reference_code":
+        return Program(program_id=row["id"], code=code, entry=row["complexor_id"], args=row["sample_input"])
+    return Program(program_id=row["id"], code=code)
+
+
+def answer(execution: Execution) -> float | None:
+    """The program's answer: a function-style program's return value, else its final solve's objective."""
+    if isinstance(execution.returned, int | float) and not isinstance(execution.returned, bool):
+        return float(execution.returned)
+    return execution.objective
+
+
+def reproduces(value: float | None, truth: Any) -> bool:
+    try:
+        t = float(truth)
+    except (TypeError, ValueError):
+        return False
+    # The absolute floor of 1e-6 only matters for a published objective of 0.
+    return value is not None and math.isfinite(value) and abs(value - t) <= RTOL * max(1.0, abs(t)) + 1e-6
+
+
+def run_set(set_name: str, limit: int | None = None) -> list[tuple[dict[str, Any], Execution]]:
+    rows = load(set_name)[:limit]
+    programs = [to_program(set_name, r) for r in rows]
+    return list(zip(rows, run_batch(programs, CONFIG), strict=True))
+
+
+def summarise(set_name: str, results: list[tuple[dict[str, Any], Execution]]) -> dict[str, Any]:
+    with_truth = [(r, e) for r, e in results if r.get("ground_truth") not in (None, "")]
+    ok = [(r, e) for r, e in with_truth if reproduces(answer(e), r["ground_truth"])]
+    misses = Counter(str(e.status) if e.status != ExecStatus.OK else "objective_mismatch"
+                     for r, e in with_truth if (r, e) not in ok)
+    return {"set": set_name, "programs": len(results), "with_truth": len(with_truth), "reproduced": len(ok),
+            "statuses": dict(Counter(str(e.status) for _, e in results)), "non_reproducing": dict(misses)}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_orthought_reproduces_published_objectives() -> None:
+    results = run_set("orthought_reference_code")
+    summary = summarise("orthought_reference_code", results)
+    assert summary["with_truth"] >= 432
+    assert summary["reproduced"] >= 415, summary
+    # every program got a definite classification; none was lost to the sandbox itself
+    assert ExecStatus.SANDBOX_ERROR not in {e.status for _, e in results}, summary
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_nlp4lp_reproduces_published_objectives() -> None:
+    results = run_set("nlp4lp_optimus_reference_code")
+    summary = summarise("nlp4lp_optimus_reference_code", results)
+    assert summary["with_truth"] == 242
+    assert summary["reproduced"] >= 241, summary
+
+
+def test_complexor_function_style_programs_reproduce() -> None:
+    results = run_set("complexor_reference_code")
+    summary = summarise("complexor_reference_code", results)
+    # Measured: 10 / 18. The other 8 are the source's own faults, each classified: 4 return a different optimum
+    # than the published one (cell_tower, dietu_problem, prod, steel4), 2 crash on their own sample_input
+    # (model_build_error), 1 never calls the solver in its entry function, 1 is infeasible on its sample input.
+    assert summary["reproduced"] >= 10, summary
+    assert summary["statuses"].get("sandbox_error", 0) == 0
+
+
+@pytest.mark.slow
+def test_or_instruct_coptpy_programs_run() -> None:
+    results = run_set("or_instruct_samples", limit=120)
+    statuses = Counter(e.status for _, e in results)
+    copt_solves = [s for _, e in results for s in e.solves if s.api == "coptpy"]
+    assert statuses[ExecStatus.OK] >= 100, statuses  # model-written code: most, not all, runs to an optimum
+    assert len(copt_solves) >= 100 and all(s.solver == "copt" for s in copt_solves)
+    assert statuses[ExecStatus.SANDBOX_ERROR] == 0
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
+    for name in names:
+        res = run_set(name)
+        print(json.dumps(summarise(name, res)))
+        if "-v" in sys.argv:
+            for r, e in res:
+                if r.get("ground_truth") not in (None, "") and not reproduces(answer(e), r["ground_truth"]):
+                    print("  ", r["id"], e.status, answer(e), r["ground_truth"], e.error[:120])
