@@ -66,7 +66,7 @@ def test_each_detector_alone_catches_most(items, index) -> None:
         hits = index.check_many(texts, kinds=(kind,))
         rate = np.mean([any(h.item_id == s.id and h.kind == kind for h in hs)
                         for s, hs in zip(sources, hits, strict=True)])
-        assert rate >= 0.9, (kind, rate)  # each measured >= 0.95 alone; together they reach 1.0
+        assert rate >= 0.9, (kind, rate)  # measured: n-grams alone ~0.98, near-duplicates alone 1.0
 
 
 def test_unrelated_generated_problems_are_not_flagged(index, generated) -> None:

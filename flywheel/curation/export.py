@@ -79,8 +79,10 @@ def selection_sql(req: ExportRequest) -> tuple[str, list[Any]]:
     clauses, params = [], []
     if req.suite:
         clauses.append(
+            # The contract engine's acceptance rule (the store's verdict_summary), restricted to one suite.
             "attempt_id IN (SELECT attempt_id FROM verdicts WHERE suite = ? GROUP BY attempt_id "
-            "HAVING NOT bool_or(severity = 'reject' AND outcome IN ('fail', 'contract_error'))) AND NOT disputed"
+            "HAVING NOT bool_or(severity = 'reject' AND outcome = 'fail') "
+            "AND NOT bool_or(coalesce(dispute, '') <> '')) AND NOT disputed"
         )
         params.append(req.suite)
     elif not req.include_rejected:
