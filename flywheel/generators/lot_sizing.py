@@ -90,11 +90,16 @@ class LotSizing(Family):
                     terms.append((stock[(p, periods[k - 1])], 1))
                 rhs = data["demand"][p][t] - (data["initial"][p] if k == 0 else 0)
                 b.add_constr("balance", (p, t), terms, "==", rhs)
+        # Big-M of the setup link: never more than the period's capacity nor the demand still to come (making
+        # more would only add stock nobody needs). The tighter M is, the stronger the LP relaxation.
+        big_m = {(p, t): min(data["capacity"][t], sum(data["demand"][p][u] for u in periods[k:]))
+                 for p in products for k, t in enumerate(periods)}
+        b.add_param("big_m", big_m, ("products", "periods"), "units", "most worth making of a product in a period",
+                    derived=True)
         b.con_group("setup_link", ("products", "periods"), "production only in periods with a setup")
         for p in products:
             for t in periods:
-                b.add_constr("setup_link", (p, t), [(make[(p, t)], 1), (setup[(p, t)], -data["capacity"][t])],
-                             "<=", 0)
+                b.add_constr("setup_link", (p, t), [(make[(p, t)], 1), (setup[(p, t)], -big_m[(p, t)])], "<=", 0)
         b.con_group("capacity", ("periods",), "total production within the period's capacity")
         for t in periods:
             b.add_constr("capacity", (t,), [(make[(p, t)], 1) for p in products], "<=", data["capacity"][t])

@@ -44,7 +44,7 @@ class TSP(Family):
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]
-        places = [vocab["depot"], *names(vocab["stops"], 3 + difficulty, "Stop")]
+        places = [vocab["depot"], *names(vocab["stops"], 2 + difficulty, "Stop")]
         xy = rng.integers(0, 100, size=(len(places), 2))
         dist = {a: {b: max(1, int(round(float(np.linalg.norm(xy[i] - xy[j]))))) for j, b in enumerate(places)
                     if i != j} for i, a in enumerate(places)}
