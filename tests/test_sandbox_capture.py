@@ -28,7 +28,7 @@ m.x = pe.Var(bounds=(0, 4)); m.y = pe.Var(within=pe.Integers, bounds=(0, 3))
 m.obj = pe.Objective(expr=3*m.x + 2*m.y, sense=pe.maximize)
 m.c = pe.Constraint(expr=m.x + m.y <= 5)
 {infeasible}m.bad = pe.Constraint(expr=m.x + m.y >= 8)
-pe.SolverFactory("highs").solve(m, load_solutions=False)
+pe.SolverFactory("highs").solve(m)
 """,
     "ortools-scip": """
 from ortools.linear_solver import pywraplp

@@ -88,6 +88,25 @@ def bwrap_command(slot_cgroup: cgroups.SlotCgroup | None, licenses: dict[str, st
     return cmd
 
 
+def _world_traversable(path: str) -> bool:
+    """Every directory from / down to ``path`` lets others in (x bit)."""
+    path = os.path.realpath(path)
+    while path not in ("/", ""):
+        try:
+            if not os.stat(path).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+        path = os.path.dirname(path)
+    return True
+
+
+def slot_uid(config: SandboxConfig, index: int) -> int:
+    """The uid of slot ``index``'s programs: distinct per pool process and slot, so that concurrent pools (other
+    processes on the machine) never share a uid, and RLIMIT_NPROC counts one program's processes only."""
+    return config.uid_base + (os.getpid() % 65536) * 64 + index
+
+
 class WorkerProcess:
     """One warm worker subprocess and its slot (uid, cgroup)."""
 
@@ -114,7 +133,10 @@ class WorkerProcess:
             licenses = dict(config.license_files)
             cmd = []
             workroot = None
-        if is_root:
+        # Without bwrap the program sees the host's files: an interpreter under a private directory (pyenv under
+        # /root) is unreadable to an unprivileged uid, so the uid drop is skipped there (and the layer not claimed).
+        drop_uid = is_root and (use_bwrap or all(_world_traversable(p) for p in _repo_paths()))
+        if drop_uid:
             layers.append("uid")
         if self.cgroup is not None:
             layers.append(f"cgroup-v{self.cgroup.version}")
@@ -123,7 +145,7 @@ class WorkerProcess:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/tmp", start_new_session=True)
-        slot: dict[str, Any] = {"uid": config.uid_base + index if is_root else None, "licenses": licenses,
+        slot: dict[str, Any] = {"uid": slot_uid(config, index) if drop_uid else None, "licenses": licenses,
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
                                 "cgroup": {"version": self.cgroup.version, "dirs": list(self.cgroup.dirs)}
                                 if self.cgroup else None}
@@ -291,6 +313,9 @@ class Pool:
                 if state["error"] is None:
                     state["error"] = GeneratorExit()
                 cond.notify_all()
+
+    def uids(self) -> list[int]:
+        return [slot_uid(self.config, i) for i in range(self.size)]
 
     def close(self) -> None:
         self.closed = True

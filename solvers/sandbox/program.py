@@ -58,7 +58,7 @@ class SandboxConfig(BaseModel):
     recycle_after: int = 500  # a worker is replaced after this many programs (or any anomaly)
     retries: int = 2  # sandbox_error (infrastructure) retries
     preload: tuple[str, ...] = DEFAULT_PRELOAD
-    uid_base: int = 61000  # worker i runs its programs as uid_base + i (root only)
+    uid_base: int = 100_000  # programs run as uid_base + 64 * (pool pid mod 65536) + slot (root only)
 
     @property
     def cpu_limit(self) -> int:

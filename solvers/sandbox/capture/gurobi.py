@@ -21,6 +21,13 @@ _STATUS = {2: SolveStatus.OPTIMAL, 3: SolveStatus.INFEASIBLE, 4: SolveStatus.INF
            11: SolveStatus.INTERRUPTED, 12: SolveStatus.NUMERIC, 13: SolveStatus.NUMERIC}
 
 
+def _attr(m: Any, name: str) -> Any:
+    try:
+        return getattr(m, name)
+    except Exception:  # gurobipy raises AttributeError / GurobiError for an unavailable attribute
+        return None
+
+
 def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
     import gurobipy
 
@@ -40,9 +47,9 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.objective = m.ObjVal
         variables = m.getVars()
         d.solution = capped_solution(zip(m.getAttr("VarName", variables), m.getAttr("X", variables), strict=True))
-        if is_mip:
-            d.bound = m.ObjBound
-            d.mip_gap = m.MIPGap
+        if is_mip:  # a MIP solved in presolve, or without an objective, may lack these attributes
+            d.bound = _attr(m, "ObjBound")
+            d.mip_gap = _attr(m, "MIPGap")
         else:
             d.bound = m.ObjVal
     path = mps_path()

@@ -47,8 +47,21 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
             prob.writeMPS(path)
         except Exception:
             pass
-        d.model_mps = read_and_remove(path)
+        d.model_mps = _portable_sense(read_and_remove(path))
     return d
+
+
+def _portable_sense(mps: str | None) -> str | None:
+    """PuLP marks maximisation only in a comment (``*SENSE:Maximize``) that other readers skip; add the standard
+    OBJSENSE section so that the captured model means the same thing to every MPS reader."""
+    if not mps or not mps.startswith("*SENSE:Maximize"):
+        return mps
+    lines = mps.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("NAME"):
+            lines.insert(i + 1, "OBJSENSE\n    MAX\n")
+            break
+    return "".join(lines)
 
 
 @hook("pulp", ("pulp",))

@@ -19,6 +19,7 @@ from solvers.sandbox.capture import (
     read_and_remove,
     wrap_solve,
 )
+from solvers.sandbox.capture.highs import _STATUS as _HIGHS_STATUS
 
 _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
        "convergencecriteriasatisfied": SolveStatus.OPTIMAL, "feasible": SolveStatus.TIME_LIMIT_WITH_SOLUTION,
@@ -79,6 +80,12 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.bound = bound
         if n_int == 0 and d.bound is None:
             d.bound = d.objective
+    elif status == SolveStatus.OPTIMAL and objectives:
+        # load_solutions=False (the idiom that survives infeasible models): the incumbent is only in the results.
+        problem = getattr(result, "problem", None)
+        if problem is not None:
+            incumbent = problem.lower_bound if d.sense == "maximize" else problem.upper_bound
+            d.objective = float(incumbent) if incumbent is not None and abs(float(incumbent)) < 1e300 else None
     wall = getattr(getattr(result, "timing_info", None), "wall_time", None)
     if wall is None:
         wall = getattr(getattr(result, "solver", None), "wallclock_time", None) or \
@@ -97,12 +104,27 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     return d
 
 
+def _describe_error(args: tuple[Any, ...], exc: BaseException) -> Described | None:
+    """pyomo's HiGHS / contrib wrappers raise (NoFeasibleSolutionError) instead of returning when the solve found
+    no solution and load_solutions is on (the default). The solver's own model status says why, where we can reach
+    it (the persistent highspy object); otherwise the honest verdict is 'infeasible or unbounded'."""
+    if type(exc).__name__ != "NoFeasibleSolutionError":
+        return license_or_error(args, exc)
+    highs = getattr(args[0], "_solver_model", None)
+    if highs is not None and hasattr(highs, "getModelStatus"):
+        raw = str(highs.getModelStatus()).split(".")[-1]
+        fallback = SolveStatus.TIME_LIMIT_NO_SOLUTION if "Limit" in raw else SolveStatus.INF_OR_UNBD
+        status = _HIGHS_STATUS.get(raw, fallback)
+        return Described(status=status, solver="highs")
+    return Described(status=SolveStatus.INF_OR_UNBD)
+
+
 def _patch_class(cls: type) -> None:
     """Wrap the ``solve`` that instances of ``cls`` use (once per class)."""
     if cls in _patched or not callable(getattr(cls, "solve", None)):
         return
     _patched.add(cls)
-    patch(cls, "solve", wrap_solve("pyomo", cls.solve, _describe, license_or_error))
+    patch(cls, "solve", wrap_solve("pyomo", cls.solve, _describe, _describe_error))
 
 
 @hook("pyomo", ("pyomo.environ",))
