@@ -10,6 +10,7 @@ difficulty) gives a byte-identical record.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from abc import ABC, abstractmethod
@@ -68,7 +69,16 @@ class Family(ABC):
     @classmethod
     def code_hash(cls) -> str:
         """Hash of the family's source: part of every problem's lineage."""
-        return hashlib.sha256(inspect.getsource(cls).encode()).hexdigest()[:16]
+        return _code_hash(cls)
+
+
+@functools.cache
+def _code_hash(cls: type) -> str:
+    # The whole module, not just the class: module-level vocabularies (``_DOMAINS``) shape the questions too.
+    # inspect.getsource re-reads and re-tokenises the file (about a third of generate_problem's time); the source
+    # cannot change within one process, so once per class is enough.
+    module = inspect.getmodule(cls)
+    return hashlib.sha256(inspect.getsource(module if module is not None else cls).encode()).hexdigest()[:16]
 
 
 def family_names() -> list[str]:
