@@ -159,10 +159,10 @@ def var_comprehension(g: VarGroupPlan, taken: set[str]) -> tuple[str, str, str, 
 
     ``make = {p: solver.NumVar(..., f"make[{p}]") for p in products}``.
     """
-    from solvers.render.plan import Namespace, _short
+    from solvers.render.plan import Namespace
 
     local = Namespace(taken)
-    targets = tuple(local.claim(_short(s)) for s in g.sets)
+    targets = tuple(local.claim_loop(s) for s in g.sets)
     if g.full:
         clauses = " ".join(f"for {t} in {s}" for t, s in zip(targets, g.set_idents, strict=True))
     else:

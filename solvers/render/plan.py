@@ -65,6 +65,16 @@ class Namespace:
                 return c
         raise ModelError(f"cannot name {wanted!r}", culprit=wanted)
 
+    def claim_loop(self, set_name: str) -> str:
+        """A loop variable for ``set_name`` as a person picks it: ``p`` for products, then ``pe`` for periods
+        if ``p`` is taken, and ``p2`` for a second loop over the same set."""
+        base = ident(set_name).lstrip("_").lower() or "k"
+        for c in (base[0], base[:2], base[0] + "2", base[:2] + "2", base[0] + "3"):
+            if c.isidentifier() and c not in self.taken:
+                self.taken.add(c)
+                return c
+        return self.claim(base[0])
+
 
 def lit(value: object) -> str:
     """A Python literal for a key element or a number, as it appears in the program."""
@@ -170,14 +180,14 @@ class Coef:
     param: str | None = None  # parameter identifier
     index: tuple[str, ...] = ()  # names (loop variables) indexing the parameter
     sign: float = 1.0
+    factor: str | None = None  # a scalar parameter multiplying it
 
     def text(self) -> str:
         """The magnitude (sign handled by the caller)."""
         if self.param is None:
             return lit(abs(self.const or 0.0))
-        if not self.index:
-            return self.param
-        return f"{self.param}[{', '.join(self.index)}]"
+        base = f"{self.param}[{', '.join(self.index)}]" if self.index else self.param
+        return f"{base} * {self.factor}" if self.factor else base
 
     @property
     def negative(self) -> bool:
@@ -423,31 +433,27 @@ class _Planner:
                   row_targets: tuple[str, ...]) -> TermT | None:
         groups, binding = ckey
         n_row = len(row_targets)
+        local = Namespace(local.taken)  # each sum is its own comprehension scope: names may repeat across sums
         # Position -> set name (same in every row by construction of the binding).
         first_positions = items[0][1]
         pos_sets = [s for s, _ in first_positions]
-        coef = self._coef(items, pos_sets)
-        if coef is None:
-            return None
         # Enumerate what the sum would produce in each row; compare with what the row holds.
         by_row: dict[int, dict[tuple[Key, ...], float]] = {}
         for r, _, keys, c in items:
             by_row.setdefault(r, {})[keys] = c
+        expected_rows = []
         for r, (rkey, _, _) in enumerate(rows):
             expected = self._enumerate(groups, binding, list(rkey), n_row)
-            actual = by_row.get(r, {})
-            if not set(actual) <= set(expected):
+            if not set(by_row.get(r, {})) <= set(expected):
                 return None
-            for combo, values in expected.items():
-                if combo in actual:
-                    continue
-                # A missing term is fine only if the parameter coefficient there is 0 (the builder dropped it).
-                if coef.param is None or self._coef_value(coef, values, pos_sets) != 0.0:
-                    return None
+            expected_rows.append((by_row.get(r, {}), expected))
+        coef = next((c for c in self._coefs(items, pos_sets) if self._covers(c, expected_rows)), None)
+        if coef is None:
+            return None
         # Names for the positions: row loop variables first, then one fresh name per summed position.
         names = list(row_targets)
         for p in range(n_row, len(pos_sets)):
-            names.append(local.claim(_short(pos_sets[p])))
+            names.append(local.claim_loop(pos_sets[p]))
         gens: list[Gen] = []
         refs: list[VarRef] = []
         bound_so_far = set(range(n_row))
@@ -461,7 +467,7 @@ class _Planner:
                 targets, conds, used = [], [], set()
                 for p in b:
                     if p in bound_so_far or p in used:
-                        dummy = local.claim(_short(pos_sets[p]))
+                        dummy = local.claim_loop(pos_sets[p])
                         targets.append(dummy)
                         conds.append((dummy, names[p]))
                     else:
@@ -502,15 +508,30 @@ class _Planner:
         rec(0, list(values), ())
         return out
 
-    def _coef(self, items: list, pos_sets: list[str]) -> Coef | None:
+    def _covers(self, coef: Coef, expected_rows: list) -> bool:
+        """Terms the sum would add beyond a row's own are harmless only where the coefficient read is 0
+        (the builder dropped zero coefficients); a constant coefficient allows none."""
+        for actual, expected in expected_rows:
+            for combo, values in expected.items():
+                if combo not in actual and (coef.param is None or self._coef_value(coef, values) != 0.0):
+                    return False
+        return True
+
+    def _coefs(self, items: list, pos_sets: list[str]) -> Iterable[Coef]:
+        """Candidate coefficients, most natural first: a constant, a scalar parameter, +/- an indexed parameter."""
         coefs = [c for *_, c in items]
-        if len(set(coefs)) == 1:
-            c = coefs[0]
-            if abs(c) != 1:
-                for p in self.params:
-                    if p.keys is None and abs(float(p.param.values)) == abs(c):  # type: ignore[arg-type]
-                        return Coef(param=p.ident, sign=1.0 if c * float(p.param.values) > 0 else -1.0)  # type: ignore[arg-type]
-            return Coef(const=c)
+        same = coefs[0] if len(set(coefs)) == 1 else None
+        if same is not None and abs(same) == 1:
+            yield Coef(const=same)
+        yield from self._indexed_coefs(items, pos_sets)
+        if same is not None and abs(same) != 1:
+            for p in self.params:
+                if p.keys is None and abs(float(p.param.values)) == abs(same):  # type: ignore[arg-type]
+                    yield Coef(param=p.ident, sign=1.0 if same * float(p.param.values) > 0 else -1.0)  # type: ignore[arg-type]
+                    break
+            yield Coef(const=same)
+
+    def _indexed_coefs(self, items: list, pos_sets: list[str]) -> Iterable[Coef]:
         for p in self.params:
             if p.keys is None:
                 continue
@@ -529,10 +550,9 @@ class _Planner:
                         break
                     sign = s
                 if ok and sign is not None:
-                    return Coef(param=p.ident, index=tuple(str(i) for i in mapping), sign=sign)
-        return None
+                    yield Coef(param=p.ident, index=tuple(str(i) for i in mapping), sign=sign)
 
-    def _coef_value(self, coef: Coef, values: list[str], pos_sets: list[str]) -> float | None:
+    def _coef_value(self, coef: Coef, values: list[str]) -> float | None:
         p = next(pp for pp in self.params if pp.ident == coef.param)
         if p.keys is None:
             return float(p.param.values)  # type: ignore[arg-type]
@@ -548,6 +568,18 @@ class _Planner:
                 for sign in (1.0, -1.0):
                     if all(p.keys.get(tuple(k[i] for i in mapping)) == sign * v for k, v in rows):
                         return Coef(param=p.ident, index=tuple(row_targets[i] for i in mapping), sign=sign)
+        # A parameter times a scalar parameter (``lower[q] * batch``).
+        for scalar in (p for p in self.params if p.keys is None and float(p.param.values) not in (0.0, 1.0)):
+            factor = float(scalar.param.values)  # type: ignore[arg-type]
+            for p in self.params:
+                if p.keys is None or not p.param.index:
+                    continue
+                options = [[i for i, s in enumerate(row_sets) if s == ps] for ps in p.param.index]
+                for mapping in itertools.product(*options):
+                    if all((val := p.keys.get(tuple(k[i] for i in mapping))) is not None and val * factor == v
+                           for k, v in rows):
+                        return Coef(param=p.ident, index=tuple(row_targets[i] for i in mapping),
+                                    factor=scalar.ident)
         values = [v for _, v in rows]
         if len(set(values)) == 1:
             c = values[0]
@@ -587,7 +619,7 @@ class _Planner:
         if not row_sets and len(cons) != 1:
             return False
         local = Namespace(self.ns.taken)
-        targets = tuple(local.claim(_short(s)) for s in row_sets)
+        targets = tuple(local.claim_loop(s) for s in row_sets)
         rows = [(tuple(c.index), row_sets, [((v,), coef) for v, coef in c.terms]) for c in cons]
         terms = self._match(rows, local, targets)
         if terms is None:
@@ -625,9 +657,60 @@ class _Planner:
         o = self.m.objective
         items: list[tuple[tuple[str, ...], float]] = [((v,), c) for v, c in o.terms]
         items += [((a, b), c) for a, b, c in o.quadratic]
-        terms = self._match([((), (), items)], Namespace(self.ns.taken), ()) if items else ()
+        local = Namespace(self.ns.taken)
+        terms = self._match([((), (), items)], local, ()) if items else ()
+        if terms is None and o.quadratic:
+            linear = self._match([((), (), items[:len(o.terms)])], local, ()) if o.terms else ()
+            quad = self._symmetric_quadratic(local)
+            terms = None if linear is None or quad is None else (*linear, quad)
         explicit = [(c, tuple(self._ref(v) for v in names)) for names, c in items]
         return ObjectivePlan(o.sense, o.description, terms, explicit, o.constant)
+
+
+    def _symmetric_quadratic(self, local: Namespace) -> TermT | None:
+        """``sum(P[i, j] * x[i] * x[j] for i in S for j in S)`` when the quadratic form equals it.
+
+        Generators often write a symmetric form as its upper triangle with doubled off-diagonal coefficients;
+        comparing the forms (not the term lists) recovers the sum a person writes.
+        """
+        form: dict[tuple[str, str], float] = {}
+        groups = set()
+        for a, b, c in self.m.objective.quadratic:
+            (ga, ka), (gb, kb) = self.var_of[a], self.var_of[b]
+            groups |= {ga, gb}
+            pair = (ka[0], kb[0]) if len(ka) == 1 and len(kb) == 1 else None
+            if pair is None or len(groups) > 1:
+                return None
+            key = (min(pair), max(pair))
+            form[key] = form.get(key, 0.0) + c
+        (g,) = groups
+        gp = self.vg_by_name[g]
+        if not gp.full or len(gp.sets) != 1:
+            return None
+        elems = self.set_elems[gp.sets[0]]
+        for p in self.params:
+            if p.keys is None or p.param.index != (gp.sets[0], gp.sets[0]):
+                continue
+            ok = True
+            for i, a in enumerate(elems):
+                for b in elems[i:]:
+                    pa, pb = p.keys.get((a, b)), p.keys.get((b, a))
+                    if pa is None or pb is None:
+                        ok = False
+                        break
+                    want = pa if a == b else pa + pb
+                    if abs(form.get((min(a, b), max(a, b)), 0.0) - want) > 1e-12 * (1 + abs(want)):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                i_name, j_name = local.claim_loop(gp.sets[0]), local.claim_loop(gp.sets[0])
+                sid = self.set_ident[gp.sets[0]]
+                return TermT(Coef(param=p.ident, index=(i_name, j_name)),
+                             (VarRef(gp.ident, (i_name,)), VarRef(gp.ident, (j_name,))),
+                             (Gen((i_name,), "set", sid), Gen((j_name,), "set", sid)))
+        return None
 
 
 def _short(set_name: str) -> str:

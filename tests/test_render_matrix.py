@@ -1,0 +1,74 @@
+"""Every registered family x every solver API: the rendered reference program, run in the sandbox, must reproduce
+the IR's ground truth (captured from the solver call, not parsed from stdout), and an infeasible instance must be
+reported as infeasible without crashing.
+
+All programs run in one ``run_batch`` (warm workers, order-preserving), so the matrix costs one pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flywheel.generators.base import family_names, generate_problem
+from solvers.ground_truth import solve_ground_truth
+from solvers.records import ExecStatus, SolveStatus
+from solvers.render import APIS, render
+from solvers.sandbox import Program, SandboxConfig, run_batch
+
+FAMILIES = family_names()
+SEED, DIFFICULTY = 7, 2
+# SCIP on a QP (ortools -> MathOpt GSCIP) can take ~10 s on a loaded 2-core machine; the default 30 s is tight.
+CONFIG = SandboxConfig(timeout_s=120.0)
+# The infeasible check: one family per API, rotating so that different model shapes are covered.
+INFEASIBLE = {api: FAMILIES[(3 * i) % len(FAMILIES)] for i, api in enumerate(APIS)}
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    """(family, api) -> (ground truth, execution) for feasible instances; ("infeasible", api) likewise."""
+    jobs, programs = [], []
+    for family in FAMILIES:
+        problem = generate_problem(family, SEED, DIFFICULTY)
+        truth = solve_ground_truth(problem.ir)
+        for api in APIS:
+            jobs.append(((family, api), truth))
+            programs.append(Program(program_id=f"{family}-{api}", code=render(problem.ir, api)))
+    for api, family in INFEASIBLE.items():
+        problem = generate_problem(family, SEED, DIFFICULTY, infeasible_share=1.0)
+        truth = solve_ground_truth(problem.ir)
+        jobs.append((("infeasible", api), truth))
+        programs.append(Program(program_id=f"infeasible-{family}-{api}", code=render(problem.ir, api)))
+    executions = list(run_batch(programs, CONFIG))
+    return {key: (truth, execution) for (key, truth), execution in zip(jobs, executions, strict=True)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reference_program_reproduces_ground_truth(matrix, family: str, api: str) -> None:
+    truth, execution = matrix[(family, api)]
+    assert not truth.disputed, truth.dispute_reason
+    assert truth.status == SolveStatus.OPTIMAL
+    assert execution.status == ExecStatus.OK, f"{execution.status}: {execution.error}\n{execution.stderr[-2000:]}"
+    final = execution.final_solve
+    assert final is not None and final.status == SolveStatus.OPTIMAL, final
+    assert final.objective is not None
+    # 1e-6 relative (+1e-6 absolute near zero): the programs close MIP gaps to 1e-9, so what remains is solver
+    # feasibility tolerance (1e-6 primal in SCIP's QP handling is the loosest of the five).
+    assert abs(final.objective - truth.objective) <= 1e-6 * (abs(truth.objective) + 1), (
+        final.objective, truth.objective)
+    assert "Optimal objective:" in execution.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", APIS)
+def test_infeasible_instance_is_reported(matrix, api: str) -> None:
+    truth, execution = matrix[("infeasible", api)]
+    assert truth.status == SolveStatus.INFEASIBLE and not truth.disputed, truth
+    final = execution.final_solve
+    assert final is not None, f"{execution.status}: {execution.error}\n{execution.stderr[-2000:]}"
+    # Gurobi and CPLEX presolve may only prove "infeasible or unbounded"; both are a correct report here.
+    assert final.status in (SolveStatus.INFEASIBLE, SolveStatus.INF_OR_UNBD), final.status
+    assert execution.status in (ExecStatus.SOLVER_INFEASIBLE, ExecStatus.OK), execution.status
+    assert "Traceback" not in execution.stderr
+    assert "infeasible" in execution.stdout.lower()
