@@ -129,6 +129,18 @@ def test_sizes_within_licence_limits(family: str) -> None:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_names_are_identifiers_and_groups_are_described(family: str) -> None:
+    ir = generate_problem(family, 5, difficulty=3).ir
+    assert ir is not None
+    for s in ir.sets:
+        assert s.description and all(re.fullmatch(r"[A-Za-z0-9_]+", e) for e in s.elements), s
+    assert all(v.name.isidentifier() for v in ir.variables)
+    assert all(c.name.isidentifier() for c in ir.constraints)
+    assert all(g.description for g in (*ir.var_groups, *ir.con_groups))
+    assert all(p.description for p in ir.params)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_feasible_solve_to_optimality_and_broken_ones_are_infeasible(family: str, tmp_path: Path) -> None:
     fam = get_family(family)
     for level in DIFFICULTIES:
