@@ -106,7 +106,7 @@ class BinPacking(Family):
         items, unit, cap, k = data["items"], v["unit"], n(data["capacity"]), n(len(data["bins"]))
         sizes = ", ".join(f"{i} {n(data['size'][i])}" for i in items)
         if template == 0:
-            return (f"In {domain}, {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
+            return (f"Packing for {domain}: {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
                     f"are: {sizes}. Every {v['bin']} holds at most {cap} {unit}, and {k} {v['bin']}s are available. "
                     f"Each {v['item']} goes into exactly one {v['bin']} and cannot be split. Use as few {v['bin']}s "
                     "as possible.")

@@ -94,7 +94,7 @@ class ParallelMachine(Family):
                      [[j] + [t[j][m] for m in machines] for j in jobs])
         deadline = f"{n(data['deadline'])} {unit}"
         if template == 0:
-            return (f"In {domain}, {len(jobs)} {v['job']}s ({join(jobs)}) must each be processed on one of the "
+            return (f"Scheduling in {domain}: {len(jobs)} {v['job']}s ({join(jobs)}) must each be processed on one of the "
                     f"{v['machine']}s {join(machines)}. Processing times in {unit} depend on the {v['machine']}: "
                     f"{times}. A {v['machine']} handles one {v['job']} at a time, and a {v['job']} is never split. "
                     f"Everything starts at time 0 and must be done within {deadline}. Minimise the time at which the "
