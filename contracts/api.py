@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -160,7 +161,8 @@ def contract(
 def _register(spec: Contract) -> None:
     old = REGISTRY.get(spec.name)
     if old is not None and old.source != spec.source:
-        raise FlywheelError(f"contract {spec.name!r} is already defined in {old.source}",
+        where = getattr(sys.modules.get(old.source), "__file__", None) or old.source
+        raise FlywheelError(f"contract {spec.name!r} is already defined in {where}",
                             culprit=f"contract {spec.name}")
     REGISTRY[spec.name] = spec  # re-loading the same file replaces its own definition
 

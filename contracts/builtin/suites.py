@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from contracts.suites import Suite, register_suite
 
 
@@ -28,3 +30,10 @@ def policy_suite() -> Suite:
         "feasible_on_reference", "structurally_equivalent", "numeric_coverage", "cot_consistent",
         description="policy rounds: repairs, then answer, structure and reasoning checks",
     )
+
+
+@register_suite("default")
+def default_suite() -> Suite:
+    """What `flywheel run-round` runs when no suite is named: the generator suite (reference programs must not be
+    touched by repairs, so the policy suite is opt-in with --suite policy)."""
+    return replace(generator_suite(), name="default")

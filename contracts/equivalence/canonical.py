@@ -186,14 +186,35 @@ def _drop_unused_columns(m: StdModel) -> None:
 
 
 def _orient_rows(m: StdModel) -> None:
-    """Scale each row by 1/max|a| and pick the sign from permutation-invariant data only."""
+    """Scale each row by 1/max|a| and pick its sign from permutation-invariant data only.
+
+    The sign follows the sorted coefficients and the range; a row that reads the same both ways by those (x - y = 0)
+    is oriented by the colours of its columns, computed with such rows' signs ignored.
+    """
+    ties: list[int] = []
     for i, row in enumerate(m.rows):
         s = max(abs(c) for c in row.values())
         pos = ({j: c / s for j, c in row.items()}, m.lo[i] / s, m.hi[i] / s)
         neg = ({j: -c / s for j, c in row.items()}, -m.hi[i] / s, -m.lo[i] / s)
-        if _orientation_key(*neg) > _orientation_key(*pos):
+        kp, kn = _orientation_key(*pos), _orientation_key(*neg)
+        if kn > kp:
             pos = neg
+        elif kn == kp:
+            ties.append(i)
         m.rows[i], m.lo[i], m.hi[i] = pos
+    if not ties:
+        return
+    unsigned = m.copy()
+    for i in ties:
+        unsigned.rows[i] = {j: abs(c) for j, c in m.rows[i].items()}
+    var, _ = refine(unsigned, *initial_colours(unsigned))
+    for i in ties:
+        colours = sorted((var[j], j) for j in m.rows[i])
+        if len(colours) > 1 and colours[0][0] == colours[1][0]:
+            continue  # symmetric within the row: either sign is as good
+        if m.rows[i][colours[0][1]] < 0:
+            m.rows[i] = {j: -c for j, c in m.rows[i].items()}
+            m.lo[i], m.hi[i] = -m.hi[i], -m.lo[i]
 
 
 def _orientation_key(row: dict[int, float], lo: float, hi: float) -> tuple:

@@ -102,8 +102,8 @@ def solve(m: StdModel, objective: dict[int, float] | None = None, fixed: dict[in
     """Minimise ``objective`` (default: the model's own) over ``m`` with some columns fixed, using HiGHS."""
     lb, ub = list(m.lb), list(m.ub)
     for j, v in (fixed or {}).items():
-        # A value from another solver is feasible to ~1e-7; give it that much room instead of an exact point.
-        slack = 1e-7 * (1 + abs(v))
+        # A value from another solver is feasible to ~1e-7 on its own scaling; give it room instead of a point.
+        slack = 1e-6 * (1 + abs(v))
         lb[j], ub[j] = (round(v), round(v)) if m.integer[j] else (v - slack, v + slack)
     cost = objective if objective is not None else m.obj
     h = _highs(m, lb, ub, cost, m.constant if objective is None else 0.0, integer=True)
@@ -221,23 +221,42 @@ def map_variables(a: StdModel, b: StdModel) -> dict[int, int]:
             mapping[j] = hits[0]
     if len(mapping) == a.n_vars:
         return mapping
-    # Signatures: one refinement round (own bounds, cost, integrality and the coefficients of its rows).
-    sig_a, _ = refine(a, *initial_colours(a), rounds=1)
-    sig_b, _ = refine(b, *initial_colours(b), rounds=1)
-    taken = set(mapping.values())
-    pool_b: dict[str, list[int]] = defaultdict(list)
-    for j, s in enumerate(sig_b):
-        if j not in taken:
-            pool_b[s].append(j)
-    pool_a: dict[str, list[int]] = defaultdict(list)
-    for j, s in enumerate(sig_a):
-        if j not in mapping:
-            pool_a[s].append(j)
-    for s, js in pool_a.items():
-        cands = pool_b.get(s, [])
-        if len(cands) == len(js):  # same-size classes of interchangeable columns: pair them in order
-            mapping.update(zip(js, cands, strict=True))
+    # Signatures: a few refinement rounds (own bounds, cost, integrality, then the coefficients of its rows and
+    # their neighbours); classes of equal size pair up in order (interchangeable columns).
+    for rounds in (1, 2, 3):
+        sig_a, _ = refine(a, *initial_colours(a), rounds=rounds)
+        sig_b, _ = refine(b, *initial_colours(b), rounds=rounds)
+        taken = set(mapping.values())
+        pool_b: dict[str, list[int]] = defaultdict(list)
+        for j, s in enumerate(sig_b):
+            if j not in taken:
+                pool_b[s].append(j)
+        pool_a: dict[str, list[int]] = defaultdict(list)
+        for j, s in enumerate(sig_a):
+            if j not in mapping:
+                pool_a[s].append(j)
+        for s, js in pool_a.items():
+            cands = pool_b.get(s, [])
+            if len(cands) == len(js):
+                mapping.update(zip(js, cands, strict=True))
+        if len(mapping) == a.n_vars:
+            break
     return mapping
+
+
+def _evaluate(m: StdModel, x_map: dict[int, float]) -> SolveResult:
+    """Evaluate a point on ``m`` directly: feasible within 1e-6 of each unit-scaled row and bound (the solvers'
+    own tolerance is 1e-7 on their scaling; rows rescaled by our canonical form can stretch that tenfold)."""
+    x = [x_map.get(j, 0.0) for j in range(m.n_vars)]
+    for j, v in enumerate(x):
+        tol = 1e-6 * (1 + abs(v))
+        if v < m.lb[j] - tol or v > m.ub[j] + tol or (m.integer[j] and abs(v - round(v)) > 1e-5):
+            return SolveResult("infeasible")
+    for i, row in enumerate(m.rows):
+        lhs = sum(c * x[j] for j, c in row.items())
+        if lhs < m.lo[i] - 1e-6 * (1 + abs(m.lo[i])) or lhs > m.hi[i] + 1e-6 * (1 + abs(m.hi[i])):
+            return SolveResult("infeasible")
+    return SolveResult("optimal", m.objective_value(x), x)
 
 
 def _close(x: float | None, y: float | None, rtol: float = RTOL) -> bool:
@@ -263,7 +282,7 @@ def semantic_equivalent(ref: Canonical, cand: Canonical) -> SemanticResult:
         return SemanticResult(ra.status == "infeasible", f"both {ra.status}", ev)
     if not _close(ra.value, rb.value):
         return SemanticResult(False, "optimal objectives differ", ev)
-    fix_b_in_a = solve(a, fixed={ja: rb.x[jb] for ja, jb in mapping.items()})
+    fix_b_in_a = _evaluate(a, {ja: rb.x[jb] for ja, jb in mapping.items()})
     fix_a_in_b = solve(b, fixed={jb: ra.x[ja] for ja, jb in mapping.items()})
     ev.update(cand_opt_in_ref=fix_b_in_a.value, ref_opt_in_cand=fix_a_in_b.value)
     if fix_b_in_a.status != "optimal" or not _close(fix_b_in_a.value, ra.value):

@@ -1,0 +1,88 @@
+"""Code extraction from responses, the tolerance rules, and the answer-blind repairs (checked by running the
+repaired programs with the real solver in a subprocess)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from contracts.api import get_contract
+from contracts.extract import extract_code
+from contracts.sample import BlindProblem, BlindSample
+from contracts.tolerance import compare
+from solvers.records import Attempt
+
+SOLVER_BLOCK = "import gurobipy as gp\nm = gp.Model()\nm.optimize()\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"Here it is:\n```python\n{SOLVER_BLOCK}```\nDone.", SOLVER_BLOCK),
+    # several blocks: the data block and the example output are not the program
+    (f"Data:\n```python\ncost = [1, 2]\n```\nModel:\n```python\n{SOLVER_BLOCK}```\nOutput:\n```\nOptimal 3\n```",
+     SOLVER_BLOCK),
+    # python-tagged preferred over an untagged block that also parses
+    (f"```\nimport pulp\n```\n```python\n{SOLVER_BLOCK}```", SOLVER_BLOCK),
+    # two solver blocks: the last (the revised answer) wins
+    (f"```python\nimport pyomo.environ as pyo\n```\nBetter:\n```py\n{SOLVER_BLOCK}```", SOLVER_BLOCK),
+    # tilde fences and a response cut off inside the block
+    (f"~~~python\n{SOLVER_BLOCK}~~~", SOLVER_BLOCK),
+    (f"Answer:\n```python\n{SOLVER_BLOCK}", SOLVER_BLOCK),
+    # no fences at all: a bare program
+    (SOLVER_BLOCK, SOLVER_BLOCK),
+    ("The answer is 42.", None),
+    ("", None),
+    ("```text\nnot code at all\n```", None),
+])
+def test_extract_code(text: str, expected: str | None) -> None:
+    assert extract_code(text) == expected
+
+
+def test_tolerance_rules() -> None:
+    # strict: 1e-6 (|g| + 1)
+    assert compare(100.00005, 100.0).match and not compare(100.001, 100.0).match
+    # orlm_lenient: round both, then 5% relative
+    assert compare(104.4, 100.0, "orlm_lenient").match and not compare(106.0, 100.0, "orlm_lenient").match
+    # the achieved MIP gap widens every rule
+    c = compare(99.0, 100.0, "strict", mip_gap=0.02)
+    assert c.match and c.tolerance == pytest.approx(1e-6 * 101 + 0.02 * 100)
+    assert compare(1.5, 1.0, atol=0.6).match and not compare(1.5, 1.0, atol=0.1, rtol=0.1).match
+
+
+def _blind(code: str) -> BlindSample:
+    return BlindSample(problem=BlindProblem(problem_id="p", family="f", question="q"),
+                       attempt=Attempt(attempt_id="a", problem_id="p", code=code))
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+GUROBI_NO_IMPORT_NO_SOLVE = """m = gp.Model("t")
+x = m.addVar(ub=4, name="x")
+m.setObjective(3 * x, GRB.MAXIMIZE)
+"""
+
+
+def test_repairs_fix_imports_add_solve_and_params() -> None:
+    code = GUROBI_NO_IMPORT_NO_SOLVE
+    assert _run(code).returncode != 0  # NameError: gp
+    fixed = get_contract("fix_import_aliases")(_blind(code))
+    assert fixed.kind == "fix_import_aliases" and "import gurobipy as gp" in fixed.code
+    solved = get_contract("add_solve_call")(_blind(fixed.code))
+    assert solved.code.rstrip().endswith("m.optimize()")
+    tuned = get_contract("inject_solver_params")(_blind(solved.code))
+    assert "m.Params.TimeLimit = 60" in tuned.code and "m.Params.Threads = 1" in tuned.code
+    out = _run(tuned.code + "print('OBJ', m.ObjVal, m.Params.TimeLimit)\n")
+    assert out.returncode == 0 and "OBJ 12.0 60.0" in out.stdout, out.stderr
+    # nothing left to repair: each returns None
+    for name in ("fix_import_aliases", "add_solve_call", "inject_solver_params", "strip_fences"):
+        assert get_contract(name)(_blind(tuned.code)) is None, name
+
+
+def test_strip_fences_and_module_name_fixes() -> None:
+    rep = get_contract("strip_fences")(_blind(f"Sure!\n```python\n{SOLVER_BLOCK}```"))
+    assert rep.code == SOLVER_BLOCK
+    rep = get_contract("fix_import_aliases")(_blind("import gurobi as gp\nm = gp.Model()\n"))
+    assert rep.code.startswith("import gurobipy as gp")
