@@ -9,7 +9,7 @@ model. "Positive" = predicted equivalent.
 Baseline in the same run: "same optimal objective" (what answer-only graders check), and each layer alone.
 Targets: precision >= 0.95, recall >= 0.9 for the full layered check.
 
-    .venv/bin/python bench/equivalence.py [--seeds 8] [--out bench/results/equivalence.json]
+    .venv/bin/python bench/equivalence.py [--seeds 4] [--out bench/results/equivalence.json]
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def _machine() -> dict[str, str | int | None]:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=8, help="problems per family")
+    ap.add_argument("--seeds", type=int, default=4, help="problems per family")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "equivalence.json"))
     args = ap.parse_args(argv)
 

@@ -101,11 +101,24 @@ def load_contract_file(path: str | Path) -> tuple[ModuleType, list[Contract]]:
 def load_suite(spec: str, contract_files: tuple[str | Path, ...] | list[str | Path] = ()) -> Suite:
     """Resolve a suite: a built-in suite name, a ``.toml`` suite file, or a ``.py`` contract file.
 
-    ``contract_files`` are user contract files loaded first, so a built-in or TOML suite may name their contracts.
+    ``contract_files`` (and ``+file.py`` parts of ``spec``, as in ``"generator+my_contracts.py"``) are user contract
+    files: their contracts run in addition to the suite's, after it in suite order.
     """
     load_builtins()
-    for f in contract_files:
-        load_contract_file(f)
+    base, *extra = spec.split("+")
+    files = [*contract_files, *extra]
+    added: list[Contract] = []
+    for f in files:
+        added += load_contract_file(f)[1]
+    suite = _resolve(base)
+    have = set(suite.names())
+    more = [c for c in added if c.name not in have]
+    if not more:
+        return suite
+    return Suite(name=spec if extra else suite.name, contracts=(*suite.contracts, *more), description=suite.description)
+
+
+def _resolve(spec: str) -> Suite:
     if spec.endswith(".py"):
         module, defined = load_contract_file(spec)
         suite = getattr(module, "SUITE", None)

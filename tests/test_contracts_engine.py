@@ -157,6 +157,10 @@ def test_user_file_loads_by_path_and_runs(tmp_path: Path, sample: Sample) -> Non
     (row2,) = run_suite(Suite.of("s", strict), [sample]).verdicts
     assert row2.outcome == "fail" and row2.version != row.version
     load_contract_file(EXAMPLE)  # loading the same file again replaces its contracts, no clash
+    # a built-in suite plus the user file, as `run-round --suite generator+my_contracts.py` asks for
+    combined = load_suite(f"generator+{EXAMPLE}")
+    assert combined.names()[-1] == "small_and_fast" and combined.names()[0] == "has_code"
+    assert load_suite("policy", contract_files=[EXAMPLE]).names()[-1] == "small_and_fast"
     clash = tmp_path / "clash.py"
     clash.write_text(EXAMPLE.read_text())
     with pytest.raises(FlywheelError, match="already defined"):
