@@ -31,8 +31,13 @@ from flywheel.store.rows import attempt_row, execution_row, problem_row, solve_r
 from solvers.errors import ConfigError, unknown_name
 from solvers.records import canonical_json, content_hash
 
-COMMIT_EVERY = 16  # items per committed batch: at most this much work is redone after a crash
-COMMIT_SECONDS = 10.0  # ... or this long, whichever comes first
+COMMIT_SECONDS = 10.0  # commit at least this often: at most this much work is redone after a crash
+
+
+def commit_every(n_items: int) -> int:
+    """Items per committed batch: about a dozen commits per stage, 1..32 items each. Each commit writes a few
+    small Parquet parts (~0.1 s), so small rounds commit every item and large ones amortise the cost."""
+    return max(1, min(32, n_items // 12))
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ def stage_generate(ctx: RoundContext) -> Iterator[int]:
         for res in results:
             batch.append(res)
             ctx.advance("generate", 1)
-            if len(batch) >= COMMIT_EVERY or time.monotonic() - last > COMMIT_SECONDS:
+            if len(batch) >= commit_every(plan.problems) or time.monotonic() - last > COMMIT_SECONDS:
                 _commit_generated(ctx, batch, env)
                 yield len(batch)
                 batch, last = [], time.monotonic()
@@ -255,7 +260,7 @@ def stage_execute(ctx: RoundContext) -> Iterator[int]:
     for p, execution in zip(pending, run_batch(programs, config, workers=ctx.workers), strict=True):
         batch.append((p["attempt_id"], execution))
         ctx.advance("execute", 1)
-        if len(batch) >= COMMIT_EVERY or time.monotonic() - last > COMMIT_SECONDS:
+        if len(batch) >= commit_every(total) or time.monotonic() - last > COMMIT_SECONDS:
             _commit_executed(ctx, batch)
             yield len(batch)
             batch, last = [], time.monotonic()
@@ -287,26 +292,32 @@ def _commit_executed(ctx: RoundContext, batch: list[tuple[str, Any]]) -> None:
 # ---- stage 3: contracts --------------------------------------------------------------------------------------
 
 
-def resolve_suite(name: str | None) -> Any | None:
-    """The contract suite to run, or None when the contracts package offers none (then the stage is skipped)."""
+def resolve_suite(name: str | None, notes: list[str] | None = None) -> Any | None:
+    """The contract suite to run, or None when none is asked for and the contracts package offers no default
+    (then the stage is skipped, with a note saying why). A suite asked for by name must load."""
     try:
         from contracts.suites import load_suite, suite_names
-    except ImportError:
-        return None
-    if name is None:
-        names = suite_names()
-        if "default" not in names:
+
+        if name is not None:
+            return load_suite(name)
+        if "default" not in suite_names():
+            if notes is not None:
+                notes.append("contracts: no 'default' suite registered; stage skipped")
             return None
-        name = "default"
-    return load_suite(name)
+        return load_suite("default")
+    except ImportError as exc:
+        if name is not None:
+            raise
+        if notes is not None:
+            notes.append(f"contracts: package not importable ({_one_line(exc)}); stage skipped")
+        return None
 
 
 def stage_contracts(ctx: RoundContext) -> Iterator[int]:
     """Run the suite over every executed sample of the round without verdicts from that suite. Hook: skipped
     (and said so in the summary) when the contracts package has no suite to run."""
-    suite = resolve_suite(ctx.plan.suite)
+    suite = resolve_suite(ctx.plan.suite, ctx.notes)
     if suite is None:
-        ctx.notes.append("contracts: no default suite registered; stage skipped")
         return
     from contracts.engine import run_suite
     from contracts.sample import Sample
@@ -326,8 +337,9 @@ def stage_contracts(ctx: RoundContext) -> Iterator[int]:
     ctx.set_total("contracts", done + len(rows))
     ctx.advance("contracts", done)
     ids = [x["attempt_id"] for x in rows]
-    for start in range(0, len(ids), COMMIT_EVERY * 4):
-        chunk = ids[start:start + COMMIT_EVERY * 4]
+    step = 4 * commit_every(done + len(ids))
+    for start in range(0, len(ids), step):
+        chunk = ids[start:start + step]
         samples = _load_samples(store, chunk, problem_from_row, attempt_from_row, execution_from_rows, Sample)
         report = run_suite(suite, samples, round=r, executor=_executor(ctx))
         if report.repairs:
