@@ -26,9 +26,12 @@ SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "code_samples"
 # solvers stop at a 1e-4 relative MIP gap (Gurobi's default MIPGap), so 1e-4 is the tightest honest comparison.
 RTOL = 1e-4
 ABS_PATH = re.compile(r"""(["'])(?:[A-Za-z]:)?/[^"'\n]*?parameters\.json\1""")
-# 60 s per program: the protocol of the published reproduction check (ORThought's SOURCE.md). A handful of the
-# programs are hard MIPs that need most of it on a loaded 2-core machine.
-CONFIG = SandboxConfig(timeout_s=60.0, capture_mps=False)
+# 60 s per program is the protocol of the published reproduction check (ORThought's SOURCE.md). A handful of the
+# programs are hard MIPs that need most of it on a loaded 2-core machine, so programs run first with a 20 s limit
+# and only those that hit it run again, all at once, with the full 60 s: the same limit, a shorter wall clock.
+CONFIG = SandboxConfig(timeout_s=20.0, capture_mps=False, preload=("numpy", "gurobipy"))
+RETRY_CONFIG = CONFIG.model_copy(update={"timeout_s": 60.0})
+INFEASIBLE_TRUTHS = {"infeasible", "infeasible or unbounded", "unbounded"}
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -65,25 +68,44 @@ def reproduces(value: float | None, truth: Any) -> bool:
 def run_set(set_name: str, limit: int | None = None) -> list[tuple[dict[str, Any], Execution]]:
     rows = load(set_name)[:limit]
     programs = [to_program(set_name, r) for r in rows]
-    return list(zip(rows, run_batch(programs, CONFIG), strict=True))
+    config = CONFIG if set_name != "or_instruct_samples" else CONFIG.model_copy(update={"preload": ("coptpy",)})
+    executions = list(run_batch(programs, config))
+    slow = [i for i, e in enumerate(executions) if e.status == ExecStatus.TIMEOUT_WALL]
+    if slow:
+        retry = config.model_copy(update={"timeout_s": RETRY_CONFIG.timeout_s})
+        for i, e in zip(slow, run_batch([programs[i] for i in slow], retry, workers=len(slow)), strict=True):
+            executions[i] = e
+    return list(zip(rows, executions, strict=True))
+
+
+def matches(row: dict[str, Any], execution: Execution) -> bool:
+    """Numeric truths: the objective within RTOL. 'infeasible (or unbounded)' truths: the solver said so."""
+    truth = row.get("ground_truth")
+    if isinstance(truth, str) and truth.strip().lower() in INFEASIBLE_TRUTHS:
+        return execution.status in (ExecStatus.SOLVER_INFEASIBLE, ExecStatus.SOLVER_UNBOUNDED)
+    return reproduces(answer(execution), truth)
 
 
 def summarise(set_name: str, results: list[tuple[dict[str, Any], Execution]]) -> dict[str, Any]:
     with_truth = [(r, e) for r, e in results if r.get("ground_truth") not in (None, "")]
-    ok = [(r, e) for r, e in with_truth if reproduces(answer(e), r["ground_truth"])]
+    ok = [(r, e) for r, e in with_truth if matches(r, e)]
+    numeric = [(r, e) for r, e in with_truth if not isinstance(r["ground_truth"], str)]
     misses = Counter(str(e.status) if e.status != ExecStatus.OK else "objective_mismatch"
                      for r, e in with_truth if (r, e) not in ok)
     return {"set": set_name, "programs": len(results), "with_truth": len(with_truth), "reproduced": len(ok),
+            "numeric_truth": len(numeric), "numeric_reproduced": sum(1 for x in numeric if x in ok),
             "statuses": dict(Counter(str(e.status) for _, e in results)), "non_reproducing": dict(misses)}
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_orthought_reproduces_published_objectives() -> None:
     results = run_set("orthought_reference_code")
     summary = summarise("orthought_reference_code", results)
-    assert summary["with_truth"] >= 432
-    assert summary["reproduced"] >= 415, summary
+    assert summary["numeric_truth"] == 432
+    assert summary["numeric_reproduced"] >= 415, summary  # the published careful re-execution: 415 / 432
+    # the 9 programs whose published answer is "infeasible (or unbounded)": the solver says so in each
+    assert summary["reproduced"] - summary["numeric_reproduced"] == summary["with_truth"] - 432, summary
     # every program got a definite classification; none was lost to the sandbox itself
     assert ExecStatus.SANDBOX_ERROR not in {e.status for _, e in results}, summary
 
@@ -124,5 +146,5 @@ if __name__ == "__main__":
         print(json.dumps(summarise(name, res)))
         if "-v" in sys.argv:
             for r, e in res:
-                if r.get("ground_truth") not in (None, "") and not reproduces(answer(e), r["ground_truth"]):
+                if r.get("ground_truth") not in (None, "") and not matches(r, e):
                     print("  ", r["id"], e.status, answer(e), r["ground_truth"], e.error[:120])

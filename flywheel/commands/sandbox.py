@@ -41,10 +41,10 @@ def _read_files(data_dir: Path | None) -> dict[str, str]:
     return files
 
 
-def _config(timeout: float | None, isolation: str | None) -> Any:
-    from solvers.sandbox import SandboxConfig
+def _config(timeout: float | None, isolation: str | None, codes: list[str]) -> Any:
+    from solvers.sandbox import SandboxConfig, preload_for
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"preload": preload_for(codes)}
     if timeout is not None:
         kwargs["timeout_s"] = timeout
     if isolation is not None:
@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise SandboxError(f"--args is not JSON: {exc}", culprit="--args") from exc
         program = Program(program_id=file.name, code=code, entry=entry, args=parsed_args, files=_read_files(data))
-        execution = run_program(program, _config(timeout, isolation))
+        execution = run_program(program, _config(timeout, isolation, [code]))
         if as_json:
             typer.echo(json.dumps(execution_json(execution, with_mps), indent=2))
             return
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
             except (ValueError, KeyError, TypeError) as exc:
                 raise SandboxError(f"bad batch line: {exc}", culprit=f"{infile}:{n}") from exc
         counts: Counter[str] = Counter()
-        config = _config(timeout, isolation)
+        config = _config(timeout, isolation, [p.code for p in programs])
 
         def executions() -> Iterator[Execution]:
             yield from run_batch(programs, config, workers=workers, progress=True)

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Iterator
 
 from solvers.records import Execution
 from solvers.sandbox.pool import Pool, close_pools, shared_pool
-from solvers.sandbox.program import Program, SandboxConfig
+from solvers.sandbox.program import Program, SandboxConfig, preload_for
 
-__all__ = ["Program", "SandboxConfig", "Pool", "run_program", "run_batch", "close_pools", "default_workers"]
+__all__ = ["Program", "SandboxConfig", "Pool", "run_program", "run_batch", "close_pools", "default_workers",
+           "preload_for"]
 
 
 def default_workers() -> int:

@@ -34,7 +34,7 @@ def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: in
     try:
         os.setsid()
         with contextlib.suppress(Exception):
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+            _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
         if cgroup is not None:
             cgroup.join()
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -67,6 +67,11 @@ def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: in
         os._exit(71)
     send({"type": "ready", "seccomp": seccomp_on})
     _run(program, config, workdir, send)
+
+
+def _libc() -> ctypes.CDLL:
+    lib = seccomp._prepared.get("libc")
+    return lib if isinstance(lib, ctypes.CDLL) else ctypes.CDLL(None)
 
 
 def _open_fds() -> list[int]:
@@ -160,7 +165,7 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
                     "message": f"{type(exc).__name__}: {exc}"[:500], "kind": _kind(exc),
                     "solves_before": counter.n,
                     "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]}
-        done["exec_s"] = time.perf_counter() - started
+        done["exec_s"] = max(0.0, time.perf_counter() - started - capture.overhead_s())
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()

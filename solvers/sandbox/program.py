@@ -3,7 +3,9 @@ cross the process boundary to the warm workers unchanged."""
 
 from __future__ import annotations
 
+import ast
 import os
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -63,3 +65,20 @@ class SandboxConfig(BaseModel):
     @property
     def cpu_limit(self) -> int:
         return self.cpu_s if self.cpu_s is not None else max(1, int(self.timeout_s + 0.999))
+
+
+def preload_for(codes: Iterable[str]) -> tuple[str, ...]:
+    """The default preload narrowed to the libraries these programs import: a one-off run (the CLI) then pays
+    only for what it uses at worker start. Unparseable code contributes nothing (it fails before importing)."""
+    roots: set[str] = set()
+    for code in codes:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                roots.add(node.module.split(".")[0])
+    return tuple(m for m in DEFAULT_PRELOAD if m.split(".")[0] in roots)

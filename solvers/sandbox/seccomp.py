@@ -87,14 +87,24 @@ def supported() -> bool:
     return platform.system() == "Linux" and platform.machine() == "x86_64"
 
 
+_prepared: dict[str, object] = {}
+
+
+def prepare() -> None:
+    """Build the filter and load libc once (in the warm worker), so each forked child only makes two prctl calls."""
+    if not _prepared:
+        code = build_filter()
+        buf = ctypes.create_string_buffer(code, len(code))
+        _prepared.update(libc=ctypes.CDLL(None, use_errno=True), buf=buf,
+                         prog=_SockFprog(len(code) // 8, ctypes.addressof(buf)))
+
+
 def install() -> None:
     """Install the filter on the calling (single-threaded) process. Raises OSError if the kernel refuses."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    prepare()
+    libc, prog = _prepared["libc"], _prepared["prog"]
     pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:  # type: ignore[attr-defined]
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    code = build_filter()
-    buf = ctypes.create_string_buffer(code, len(code))
-    prog = _SockFprog(len(code) // 8, ctypes.addressof(buf))
-    if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(prog), 0, 0) != 0:
+    if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(prog), 0, 0) != 0:  # type: ignore[attr-defined]
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")

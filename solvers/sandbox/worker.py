@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import os
 import resource
@@ -67,6 +68,12 @@ class Worker:
                 importlib.import_module(name)
         installed = capture.install_available(preload=False)
         capture.install_import_hook()
+        if seccomp.supported():
+            seccomp.prepare()
+        # Everything imported so far is shared with every child: freezing it keeps the children's garbage
+        # collector from touching (and so copying) those pages.
+        gc.collect()
+        gc.freeze()
         return installed
 
     def run(self, program: Program) -> tuple[Execution, bool]:

@@ -28,7 +28,8 @@ from typing import Any
 from solvers.records import SolveStatus
 
 # Set by the sandbox child before user code runs: called with one dict per captured solve call.
-_state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000}
+_state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000,
+                          "overhead_s": 0.0}
 _guard = threading.local()
 
 
@@ -193,6 +194,8 @@ def wrap_solve(
                 rec = _to_record(api, Described(status=SolveStatus.ERROR), elapsed)
                 rec["error"] = f"capture failed: {type(exc).__name__}: {exc}"[:500]
             emit(rec)
+            # capture's own cost (describing, MPS export, sending) is the sandbox's, not the program's
+            _state["overhead_s"] += time.perf_counter() - start - elapsed
             return result
         finally:
             _guard.depth = 0
@@ -311,7 +314,11 @@ def load_hook_modules() -> None:
 
 def configure(sink: Callable[[dict[str, Any]], None] | None, mps_dir: str | None, capture_mps: bool,
               max_solution: int) -> None:
-    _state.update(sink=sink, mps_dir=mps_dir, capture_mps=capture_mps, max_solution=max_solution)
+    _state.update(sink=sink, mps_dir=mps_dir, capture_mps=capture_mps, max_solution=max_solution, overhead_s=0.0)
+
+
+def overhead_s() -> float:
+    return float(_state["overhead_s"])
 
 
 def is_wrapper(obj: Any) -> bool:
