@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from flywheel.curation.normalize import jaccard, tokenize
+from flywheel.curation.normalize import jaccard, number_set, tokenize, tokens_and_numbers
 from solvers.errors import unknown_name
 
 Pair = tuple[int, int, float]
@@ -56,7 +56,11 @@ class NearDupParams(BaseModel):
 
 
 def shingle_tokens(text: str, n: int) -> list[str]:
-    tokens = tokenize(text)
+    """Word n-gram shingles as strings (the datasketch backend and exact-Jaccard references use these)."""
+    return _string_shingles(tokenize(text), n)
+
+
+def _string_shingles(tokens: list[str], n: int) -> list[str]:
     if len(tokens) < n:
         return [" ".join(tokens)] if tokens else []
     return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
@@ -86,59 +90,120 @@ def lsh_bands(threshold: float, num_perm: int, false_negative_weight: float = 0.
 # ---- numpy backend ---------------------------------------------------------------------------------------------
 
 
-def minhash_signatures(docs: Sequence[Sequence[str]], num_perm: int, seed: int) -> np.ndarray:
-    """uint32 MinHash signatures, shape (len(docs), num_perm); a document without shingles gets all-max."""
+_TOKEN_HASH: dict[str, int] = {}
+# Odd 64-bit multipliers that combine the hashes of the n tokens of a shingle (position matters: "a b" != "b a").
+_POSITION_MULTIPLIERS = np.random.default_rng(20240607).integers(1, 2**62, size=64, dtype=np.uint64) * 2 + 1
+
+
+def _token_hashes(flat_tokens: list[str]) -> np.ndarray:
+    """crc32 of every token, memoised per distinct word: stable across processes (Python's ``hash`` is salted).
+
+    ``map(dict.get, ...)`` runs the lookups in C; only words never seen before are hashed in Python.
+    """
+    found = list(map(_TOKEN_HASH.get, flat_tokens))
+    if None in found:
+        for t in set(flat_tokens).difference(_TOKEN_HASH):
+            _TOKEN_HASH[t] = zlib.crc32(t.encode())
+        found = list(map(_TOKEN_HASH.__getitem__, flat_tokens))
+    return np.array(found, dtype=np.uint64)
+
+
+def shingle_hashes(token_docs: Sequence[Sequence[str]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """64-bit hashes of every word n-gram of every document, concatenated, and the count per document.
+
+    Each token is hashed once; an n-gram's hash is sum_m A_m * h(token_{i+m}) mod 2**64, computed for all n-grams of
+    all documents in a few vectorised operations instead of building and hashing one string per n-gram. A document
+    shorter than ``n`` tokens gets one shingle made of all its tokens.
+    """
+    if n > len(_POSITION_MULTIPLIERS):
+        raise ValueError(f"shingle length {n} is above {len(_POSITION_MULTIPLIERS)}")
+    lengths = np.fromiter((len(d) for d in token_docs), dtype=np.int64, count=len(token_docs))
+    tokens = _token_hashes([t for d in token_docs for t in d])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    # Positions whose n-gram stays inside its document: the last n - 1 positions of each document are cut off.
+    counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
+    doc_of = np.repeat(np.arange(len(token_docs)), counts)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    pos = starts[doc_of] + (np.arange(int(counts.sum())) - first[doc_of])
+    out = np.zeros(pos.size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for m in range(n):
+            within = pos + m < starts[doc_of] + lengths[doc_of]  # False only for short documents' missing tokens
+            out += np.where(within, tokens[np.minimum(pos + m, tokens.size - 1)], 0) * _POSITION_MULTIPLIERS[m]
+    return out, counts
+
+
+def minhash_signatures(hashes: np.ndarray, counts: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """uint32 MinHash signatures, shape (len(counts), num_perm); a document without shingles gets all-max.
+
+    ``hashes`` holds every document's shingle hashes back to back, ``counts`` how many belong to each document.
+    """
     rng = np.random.default_rng(seed)
     a = rng.integers(1, 2**63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)  # odd multipliers
     b = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64)
-    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-    sig = np.full((len(docs), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
-    nonempty = np.flatnonzero(lengths)
+    sig = np.full((len(counts), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    nonempty = np.flatnonzero(counts)
     if nonempty.size == 0:
         return sig
-    hashes = np.fromiter(
-        (zlib.crc32(s.encode()) for i in nonempty for s in docs[i]), dtype=np.uint64, count=int(lengths.sum())
-    )
-    offsets = np.concatenate(([0], np.cumsum(lengths[nonempty])[:-1]))
+    keys = (hashes >> np.uint64(32)) ^ (hashes & np.uint64(0xFFFFFFFF))  # fold to 32 bits for multiply-shift
+    offsets = np.concatenate(([0], np.cumsum(counts[nonempty])[:-1]))
     # Chunks of permutations bound the (chunk x total shingles) temporary to a few tens of MB.
-    chunk = max(1, int(4_000_000 // max(1, hashes.size)))
+    chunk = max(1, int(4_000_000 // max(1, keys.size)))
     with np.errstate(over="ignore"):
         for start in range(0, num_perm, chunk):
             stop = min(num_perm, start + chunk)
-            mixed = (a[start:stop, None] * hashes[None, :] + b[start:stop, None]) >> np.uint64(32)
+            mixed = (a[start:stop, None] * keys[None, :] + b[start:stop, None]) >> np.uint64(32)
             sig[nonempty, start:stop] = np.minimum.reduceat(mixed, offsets, axis=1).T.astype(np.uint32)
     return sig
 
 
 def _candidate_pairs(
     sig: np.ndarray, bands: int, rows: int, valid: np.ndarray, max_bucket: int, cross_at: int | None
-) -> set[tuple[int, int]]:
-    pairs: set[tuple[int, int]] = set()
+) -> np.ndarray:
+    """Distinct candidate pairs (i < j) as an (m, 2) int64 array: rows sharing all ``rows`` values of some band.
+
+    Within a bucket, members are paired with their next ``max_bucket - 1`` neighbours in sorted order (all pairs of
+    a bucket up to that size); members further along are linked only to the bucket's first member, so a thousand
+    copies of one template cost a thousand checks, not half a million.
+    """
     idx = np.flatnonzero(valid)
+    found: list[np.ndarray] = []
     for band in range(bands):
         block = np.ascontiguousarray(sig[idx, band * rows : (band + 1) * rows])
         keys = block.view(np.dtype((np.void, block.dtype.itemsize * rows))).ravel()
-        _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-        if counts.max(initial=0) < 2:
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        same = sorted_keys[1:] == sorted_keys[:-1]
+        if not same.any():
             continue
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.concatenate(([0], np.cumsum(counts)))
-        for g in np.flatnonzero(counts > 1):
-            members = idx[order[bounds[g] : bounds[g + 1]]]
-            if cross_at is not None:
-                left, right = members[members < cross_at], members[members >= cross_at]
-                pairs.update((int(x), int(y)) for x in left for y in right)
-            elif len(members) <= max_bucket:
-                pairs.update((int(x), int(y)) for k, x in enumerate(members) for y in members[k + 1 :])
-            else:
-                first = int(members[0])
-                pairs.update((first, int(y)) for y in members[1:])
-    return pairs
+        members = idx[order]
+        group_start = np.maximum.accumulate(np.where(np.concatenate(([True], ~same)), np.arange(len(keys)), 0))
+        for d in range(1, max_bucket):
+            if d >= len(keys):
+                break
+            hit = group_start[d:] == group_start[:-d]
+            if not hit.any():
+                break
+            found.append(np.stack([members[:-d][hit], members[d:][hit]], axis=1))
+        far = np.arange(len(keys)) - group_start >= max_bucket
+        if far.any():
+            found.append(np.stack([members[group_start[far]], members[far]], axis=1))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.sort(np.concatenate(found), axis=1).astype(np.int64)
+    if cross_at is not None:
+        pairs = pairs[(pairs[:, 0] < cross_at) & (pairs[:, 1] >= cross_at)]
+    return np.unique(pairs, axis=0)
 
 
 def signatures(texts: Sequence[str], params: NearDupParams) -> np.ndarray:
     """MinHash signatures of ``texts`` (numpy backend), for callers that reuse one side of a comparison."""
-    return minhash_signatures([shingle_tokens(t, params.shingle) for t in texts], params.num_perm, params.seed)
+    return _signatures([tokenize(t) for t in texts], params)
+
+
+def _signatures(token_docs: Sequence[Sequence[str]], params: NearDupParams) -> np.ndarray:
+    hashes, counts = shingle_hashes(token_docs, params.shingle)
+    return minhash_signatures(hashes, counts, params.num_perm, params.seed)
 
 
 def pairs_from_signatures(sig: np.ndarray, params: NearDupParams, cross_at: int | None = None) -> list[Pair]:
@@ -149,28 +214,30 @@ def pairs_from_signatures(sig: np.ndarray, params: NearDupParams, cross_at: int 
     """
     bands, rows = lsh_bands(params.threshold, params.num_perm, params.false_negative_weight)
     valid = ~np.all(sig == np.iinfo(np.uint32).max, axis=1)
-    out: list[Pair] = []
-    for i, j in sorted(_candidate_pairs(sig, bands, rows, valid, params.max_bucket_pairs, cross_at)):
-        sim = float(np.mean(sig[i] == sig[j]))
-        if sim >= params.threshold:
-            out.append((i, j, sim))
-    return out
+    cand = _candidate_pairs(sig, bands, rows, valid, params.max_bucket_pairs, cross_at)
+    sims = np.empty(len(cand))
+    for start in range(0, len(cand), 65536):  # bounded (chunk x num_perm) temporaries
+        part = cand[start : start + 65536]
+        sims[start : start + len(part)] = (sig[part[:, 0]] == sig[part[:, 1]]).mean(axis=1)
+    keep = sims >= params.threshold
+    return [(int(i), int(j), float(s)) for (i, j), s in zip(cand[keep], sims[keep], strict=True)]
 
 
-def _numpy_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
-    return pairs_from_signatures(minhash_signatures(docs, params.num_perm, params.seed), params)
+def _numpy_backend(token_docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
+    return pairs_from_signatures(_signatures(token_docs, params), params)
 
 
 # ---- datasketch backend ----------------------------------------------------------------------------------------
 
 
-def _datasketch_backend(docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
+def _datasketch_backend(token_docs: Sequence[Sequence[str]], params: NearDupParams) -> list[Pair]:
     from datasketch import MinHash, MinHashLSH
 
     fnw = params.false_negative_weight
     lsh = MinHashLSH(threshold=params.threshold, num_perm=params.num_perm, weights=(1 - fnw, fnw))
     sketches: list[MinHash | None] = []
-    for i, doc in enumerate(docs):
+    for i, tokens in enumerate(token_docs):
+        doc = _string_shingles(list(tokens), params.shingle)
         if not doc:
             sketches.append(None)
             continue
@@ -204,8 +271,9 @@ def near_duplicate_pairs(texts: Sequence[str], params: NearDupParams | None = No
     backend = BACKENDS.get(params.backend)
     if backend is None:
         raise unknown_name("near-dup backend", params.backend, list(BACKENDS))
-    docs = [shingle_tokens(t, params.shingle) for t in texts]
-    return filter_numbers(backend(docs, params), [number_tokens(t) for t in texts], params)
+    parsed = [tokens_and_numbers(t) for t in texts]
+    pairs = backend([tokens for tokens, _ in parsed], params)
+    return filter_numbers(pairs, [numbers for _, numbers in parsed], params)
 
 
 def filter_numbers(pairs: list[Pair], numbers: Sequence[set[str]], params: NearDupParams) -> list[Pair]:
@@ -216,5 +284,5 @@ def filter_numbers(pairs: list[Pair], numbers: Sequence[set[str]], params: NearD
 
 
 def number_tokens(text: str) -> set[str]:
-    """The distinct numbers of a text, as normalised tokens ("1,000.0" and "1000.0" agree)."""
-    return {t for t in tokenize(text) if t[0].isdigit()}
+    """The distinct numbers of a text, as normalised tokens ("1,000.0" and "1000" agree)."""
+    return number_set(text)

@@ -15,8 +15,22 @@ import unicodedata
 # A thousands separator inside a number ("12,500") is dropped before punctuation is stripped, so "12,500" is one
 # token rather than "12" and "500".
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+# One spelling per number ("1000.00" -> "1000", "0.50" -> "0.5", "007" -> "7"): labels and prose disagree on
+# zeros. Done with substitutions on the whole text, which run in C, rather than per token in Python.
+_ZERO_FRACTION = re.compile(r"(\d)\.0+(?!\d)")
+_TRAILING_ZEROS = re.compile(r"(\.\d*?[1-9])0+(?!\d)")
+_LEADING_ZEROS = re.compile(r"(?<![\d.])0+(?=\d)")
 # Tokens are words or numbers (with an optional decimal part); everything else (markdown, $, %, |) separates them.
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _prepared(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = _THOUSANDS.sub("", text)
+    text = _ZERO_FRACTION.sub(r"\1", text)
+    text = _TRAILING_ZEROS.sub(r"\1", text)
+    return _LEADING_ZEROS.sub("", text)
 
 
 def normalize_text(text: str) -> str:
@@ -25,19 +39,19 @@ def normalize_text(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word and number tokens of ``text`` (punctuation and markup removed)."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = _THOUSANDS.sub("", text)
-    return [_number(t) if t[0].isdigit() else t for t in _TOKEN.findall(text)]
+    """Lower-cased word and number tokens of ``text`` (punctuation and markup removed, numbers in one spelling)."""
+    return _TOKEN.findall(_prepared(text))
 
 
-def _number(token: str) -> str:
-    """One spelling per number: "1000.00" -> "1000", "0.50" -> "0.5" (labels and prose disagree on zeros)."""
-    if "." in token:
-        token = token.rstrip("0").rstrip(".")
-    if token.startswith("0."):
-        return token
-    return token.lstrip("0") or "0"
+def number_set(text: str) -> set[str]:
+    """The distinct numbers of a text, spelled as ``tokenize`` spells them."""
+    return set(_NUMBER.findall(_prepared(text)))
+
+
+def tokens_and_numbers(text: str) -> tuple[list[str], set[str]]:
+    """``tokenize`` and ``number_set`` of one text, normalising it once."""
+    prepared = _prepared(text)
+    return _TOKEN.findall(prepared), set(_NUMBER.findall(prepared))
 
 
 def exact_key(text: str) -> str:
