@@ -9,6 +9,8 @@ plan, so the algebra shown is exactly the algebra the reference programs build.
 
 from __future__ import annotations
 
+import json
+
 from solvers.ir import Model, VarType
 from solvers.render.plan import (
     ConGroupPlan,
@@ -32,10 +34,15 @@ class _Math(Dialect):
 
     def var(self, ref: VarRef, scalar: bool) -> str:
         # Literal indices of written-out rows lose their quotes: ``travel[Home_H1]``.
-        return ref.group if scalar else f"{ref.group}[{','.join(i.strip(chr(34)) for i in ref.index)}]"
+        return ref.group if scalar else f"{ref.group}[{','.join(_plain(i) for i in ref.index)}]"
 
     def sum(self, body: str, gens: tuple[Gen, ...]) -> str:
         return f"sum_{{{', '.join(_gen_text(g) for g in gens)}}} {body}"
+
+
+def _plain(index: str) -> str:
+    """A literal index (``"O'Hare"`` in program text) back to the element; a loop variable stays as it is."""
+    return json.loads(index) if index.startswith('"') else index
 
 
 def _gen_text(g: Gen) -> str:

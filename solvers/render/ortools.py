@@ -42,8 +42,8 @@ class OrtoolsRenderer(Renderer):
 
     def render(self, model: Model) -> str:
         self.backend = backend(model)
-        self.infinity = "math.inf" if self.backend == "mathopt" else "solver.infinity()"
-        self.neg_infinity = "-" + self.infinity
+        # Bound dicts sit in the data block, before any solver object exists: plain math.inf there.
+        self.infinity, self.neg_infinity = "math.inf", "-math.inf"
         return super().render(model)
 
     # ---- header ------------------------------------------------------------------------------------
@@ -53,7 +53,8 @@ class OrtoolsRenderer(Renderer):
             return ["from ortools.sat.python import cp_model"]
         if self.backend == "mathopt":
             return ["import math", "", "from ortools.math_opt.python import mathopt"]
-        return ["from ortools.linear_solver import pywraplp"]
+        needs_inf = any("INF__" in literal for _, literal, _ in p.extra_data)
+        return [*(["import math", ""] if needs_inf else []), "from ortools.linear_solver import pywraplp"]
 
     def model_lines(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
@@ -72,7 +73,8 @@ class OrtoolsRenderer(Renderer):
                 return f"{dict_ident}[{key}]"
             value = getattr(g, attr)
             if value is None:
-                return self.neg_infinity if attr == "lb" else self.infinity
+                inf = "math.inf" if self.backend == "mathopt" else "solver.infinity()"
+                return f"-{inf}" if attr == "lb" else inf
             return lit(value)
 
         if self.backend == "cp-sat":
