@@ -7,7 +7,10 @@ the ground-truth module.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -70,6 +73,20 @@ def test_same_seed_same_record_different_seed_different(family: str) -> None:
     c = generate_problem(family, 1235, difficulty=a.difficulty)
     assert c.canonical_json() != a.canonical_json()
     assert c.ir is not None and a.ir is not None and c.ir.content_hash() != a.ir.content_hash()
+
+
+def test_records_identical_across_processes_with_different_hash_seeds() -> None:
+    """Set iteration order changes with PYTHONHASHSEED; no family may let it leak into a record."""
+    script = ("import hashlib; from flywheel.generators.base import family_names, generate_problem; "
+              "print(hashlib.sha256(''.join(generate_problem(f, s, infeasible_share=0.3).canonical_json() "
+              "for f in family_names() for s in range(3)).encode()).hexdigest())")
+    digests = set()
+    for hash_seed in ("0", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parents[1])
+        digests.add(out.stdout.strip().splitlines()[-1])
+    assert len(digests) == 1
 
 
 @pytest.mark.parametrize("family", FAMILIES)
