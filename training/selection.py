@@ -82,7 +82,8 @@ def pass_at_1(completions: list[str], items: list[dict[str, Any]]) -> list[bool]
 
 
 def select_checkpoint(cpt_run: Path, sft_data: str, held_out: int, steps: int, seed: int,
-                      out: Path) -> dict[str, Any]:
+                      out: Path, max_new_tokens: int = 512) -> dict[str, Any]:
+    """Proxy-SFT every ``checkpoints/step-N`` of ``cpt_run`` and score it; ``best`` names the winner."""
     from training.trainer import run
 
     candidates = sorted((cpt_run / "checkpoints").glob("step-*"), key=lambda d: int(d.name.split("-")[1]))
@@ -97,7 +98,7 @@ def select_checkpoint(cpt_run: Path, sft_data: str, held_out: int, steps: int, s
             "train": {"steps": steps, "batch_rows": 8, "micro_batch": 8, "lr": 1e-3, "warmup_steps": 2,
                       "eval_every": 0}})
         summary = run(recipe, out / ckpt.name)
-        ok = pass_at_1(complete(Path(summary["checkpoint"]), items), items)
+        ok = pass_at_1(complete(Path(summary["checkpoint"]), items, max_new_tokens), items)
         rows.append({"checkpoint": ckpt.name, "val_loss": summary["val_loss/sft"], "items": len(ok),
                      "passed": sum(ok), "pass_at_1": sum(ok) / max(1, len(ok))})
     best = min(rows, key=lambda r: (-r["pass_at_1"], r["val_loss"]))
