@@ -9,8 +9,9 @@ from contracts.codefacts import contains_number, printed_literals, question_numb
 from contracts.sample import Sample
 from solvers.records import ExecStatus
 
-# Statuses where the program ran to completion and a solver answered (infeasible and unbounded are answers).
-RAN = {ExecStatus.OK, ExecStatus.SOLVER_INFEASIBLE, ExecStatus.SOLVER_UNBOUNDED}
+# Statuses where the program ran to completion (infeasible and unbounded are solver answers; a program that never
+# called a solver also ran, and solve_called is the contract that says what is wrong with it).
+RAN = {ExecStatus.OK, ExecStatus.SOLVER_INFEASIBLE, ExecStatus.SOLVER_UNBOUNDED, ExecStatus.NO_SOLVE_CALL}
 
 
 @contract(stage="after_execution", severity="reject", cost=0.01)
