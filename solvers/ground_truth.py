@@ -16,6 +16,8 @@ closed to ~1e-9 so that two correct solvers agree to 1e-6 instead of to their de
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from collections.abc import Callable
 from functools import cache
@@ -169,7 +171,7 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
     if any(v.vtype != VarType.CONTINUOUS for v in model.variables):
         lp.integrality_ = [highspy.HighsVarType.kContinuous if v.vtype == VarType.CONTINUOUS
                            else highspy.HighsVarType.kInteger for v in model.variables]
-    h = highspy.Highs()
+    h = _new_highs(highspy)
     for option, setting in (("output_flag", False), ("threads", 1), ("time_limit", float(time_limit_s)),
                             ("mip_rel_gap", MIP_GAP), ("mip_abs_gap", MIP_GAP), ("random_seed", 0)):
         h.setOptionValue(option, setting)
@@ -205,6 +207,28 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
     return SolverRun(solver="highs", version=_highs_version(), status=normal, objective=objective,
                      solution=solution, solve_time_s=elapsed,
                      message="" if normal != SolveStatus.ERROR else h.modelStatusToString(status))
+
+
+_banner_shown = False
+
+
+def _new_highs(highspy):  # type: ignore[no-untyped-def]
+    """A Highs instance; the first one in a process prints a banner to fd 1 before options exist, so that one
+    is built with fd 1 pointed at /dev/null (ground truth is silent: stdout may be a program's channel)."""
+    global _banner_shown
+    if _banner_shown:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    _banner_shown = True
+    return h
 
 
 def _hessian(model: Model, pos: dict[str, int], flip: float, highspy, np):  # type: ignore[no-untyped-def]

@@ -294,9 +294,24 @@ class Plan:
         return lines
 
 
+_RECENT: dict[int, tuple[Model, Plan]] = {}
+_RECENT_MAX = 16
+
+
 def plan(model: Model) -> Plan:
-    """Read the IR into a renderable plan (identifiers, data literals, templates or explicit rows)."""
-    return _Planner(model).run()
+    """Read the IR into a renderable plan (identifiers, data literals, templates or explicit rows).
+
+    A problem is rendered for five APIs and a formulation; the plan of the last few models is kept (keyed by
+    identity, with the model held so the id cannot be reused) so that the search runs once per model.
+    """
+    hit = _RECENT.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    result = _Planner(model).run()
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[id(model)] = (model, result)
+    return result
 
 
 class _Planner:

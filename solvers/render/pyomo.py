@@ -8,7 +8,7 @@ mixed-integer quadratic model is solved with ``gurobi_direct``.
 from __future__ import annotations
 
 import json
-from functools import cache
+import sys
 
 from solvers.ir import VarType
 from solvers.render.base import Renderer, multiline_call, register
@@ -30,16 +30,27 @@ _DOMAIN = {
 }
 
 
-@cache
-def _model_attributes() -> frozenset[str]:
-    """Names a component may not take: attributes of ``ConcreteModel`` (``name``, ``parent_block``, ...)."""
-    try:
-        import pyomo.environ as pyo
+# Public attributes of ``ConcreteModel`` (Pyomo 6.10): a component may not take these names. Kept here so that
+# rendering never imports Pyomo (seconds of start-up); a newer Pyomo already imported adds its own names.
+_BLOCK_ATTRIBUTES = frozenset("""
+Skip activate active active_blocks active_component_data active_components add_component all_blocks
+all_component_data all_components block_data_objects clear clear_suffix_value clone cname collect_ctypes component
+component_data_iterindex component_data_objects component_map component_objects compute_statistics config construct
+contains_component create_instance ctype deactivate del_component dim display doc find_component fix_all_vars
+get_suffix_value getname id_index_map index index_set is_component_type is_constructed is_expression_type is_indexed
+is_logical_type is_named_expression_type is_numeric_type is_parameter_type is_reference is_variable_type items
+iteritems iterkeys itervalues keys load local_name model name nconstraints nobjectives nvariables parent_block
+parent_component pprint preprocess private_data reclassify_component_type reconstruct
+register_private_data_initializer root_block set_suffix_value set_value solutions statistics to_dense_data
+transfer_attributes_from type unfix_all_vars valid_model_component valid_problem_types values write
+""".split())
 
-        return frozenset(dir(pyo.ConcreteModel()))
-    except ImportError:  # rendering does not need Pyomo installed; fall back to the names that bite in practice
-        return frozenset({"name", "parent_block", "model", "component", "block_data_objects", "solutions",
-                          "clone", "display", "pprint", "write", "transfer_attributes_from"})
+
+def _model_attributes() -> frozenset[str]:
+    pyomo_environ = sys.modules.get("pyomo.environ")
+    if pyomo_environ is None:
+        return _BLOCK_ATTRIBUTES
+    return _BLOCK_ATTRIBUTES | {n for n in dir(pyomo_environ.ConcreteModel) if not n.startswith("_")}
 
 
 @register

@@ -1,0 +1,160 @@
+"""Problem-generation throughput: problems/s for generate + ground truth (+ reference programs + store) over every
+family, against the one-solver baseline (HiGHS only, no second opinion) measured in the same run.
+
+    .venv/bin/python bench/generate.py [--per-family 4] [--repeats 3] [--infeasible-share 0.1]
+
+Each repeat generates ``per-family`` problems per registered family (seeds 0..n-1, difficulty drawn from the seed
+as a round does), then times four stages per problem: ``generate`` (sample, IR, question, formulation),
+``ground_truth`` (HiGHS + the second solver), ``render`` (the five reference programs) and ``store`` (one batched
+``Store.write`` into a temporary store, when ``flywheel.store`` exists). The baseline is ``generate`` + a HiGHS
+solve only: what the second solver costs is the ratio. Medians over repeats; writes bench/results/generate.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flywheel.generators.base import family_names, generate_problem  # noqa: E402
+from solvers.ground_truth import solve_ground_truth, solve_with  # noqa: E402
+from solvers.render import APIS, render  # noqa: E402
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("highspy", "gurobipy", "ortools", "numpy", "pydantic", "duckdb", "pyarrow"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+def store_writer():  # type: ignore[no-untyped-def]
+    """A function writing problems into a fresh temporary store, or None when ``flywheel.store`` is absent."""
+    try:
+        from flywheel.store import Store
+        from flywheel.store.rows import problem_row
+    except ImportError:
+        return None
+    root = Path(tempfile.mkdtemp(prefix="bench-generate-store-"))
+
+    def write(problems: list, round_index: int) -> None:
+        with Store.open(root / f"r{round_index}") as store:
+            store.write("problems", round_index, [problem_row(p) for p in problems])
+
+    return write
+
+
+def one_repeat(families: list[str], per_family: int, infeasible_share: float, write, repeat: int) -> dict[str, Any]:
+    stage = {"generate": 0.0, "ground_truth": 0.0, "render": 0.0, "store": 0.0, "baseline_highs_only": 0.0}
+    per_family_s: dict[str, float] = {f: 0.0 for f in families}
+    disputed, problems = 0, []
+    for family in families:
+        for seed in range(per_family):
+            t0 = time.perf_counter()
+            problem = generate_problem(family, seed, None, infeasible_share)
+            t1 = time.perf_counter()
+            truth = solve_ground_truth(problem.ir)
+            t2 = time.perf_counter()
+            programs = {api: render(problem.ir, api) for api in APIS}
+            t3 = time.perf_counter()
+            solve_with(problem.ir, "highs")  # the baseline's only solve
+            t4 = time.perf_counter()
+            stage["generate"] += t1 - t0
+            stage["ground_truth"] += t2 - t1
+            stage["render"] += t3 - t2
+            stage["baseline_highs_only"] += (t1 - t0) + (t4 - t3)
+            per_family_s[family] += t3 - t0
+            disputed += truth.disputed
+            problems.append(problem.model_copy(update={"ground_truth": truth, "reference_programs": programs}))
+    if write is not None:
+        t0 = time.perf_counter()
+        write(problems, repeat)
+        stage["store"] = time.perf_counter() - t0
+    return {"stage_s": stage, "per_family_s": per_family_s, "n": len(problems), "disputed": disputed}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--per-family", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--infeasible-share", type=float, default=0.1)
+    args = ap.parse_args()
+    families = family_names()
+    write = store_writer()
+    results = [one_repeat(families, args.per_family, args.infeasible_share, write, r) for r in range(args.repeats)]
+    n = results[0]["n"]
+
+    def med(key: str) -> float:
+        return statistics.median(r["stage_s"][key] for r in results)
+
+    full = med("generate") + med("ground_truth") + med("render") + med("store")
+    rows = [
+        ("generate only", med("generate")),
+        ("ground truth (2 solvers)", med("ground_truth")),
+        ("render 5 APIs", med("render")),
+        ("store write" if write else "store write (flywheel.store missing: skipped)", med("store")),
+        ("generate + ground truth", med("generate") + med("ground_truth")),
+        ("full: generate + GT + render + store", full),
+        ("baseline: generate + HiGHS only", med("baseline_highs_only")),
+    ]
+    print(f"{n} problems per repeat over {len(families)} families, {args.repeats} repeats (medians)")
+    print(f"{'stage':44s} {'total s':>9s} {'problems/s':>11s}")
+    for name, seconds in rows:
+        rate = n / seconds if seconds > 0 else float("inf")
+        print(f"{name:44s} {seconds:9.3f} {rate:11.1f}")
+    ratio = (med("generate") + med("ground_truth")) / med("baseline_highs_only")
+    print(f"two-solver ground truth costs {ratio:.2f}x the HiGHS-only baseline (generate included in both)")
+    per_family = {f: statistics.median(r["per_family_s"][f] for r in results) / args.per_family for f in families}
+    print("slowest families (ms per problem, generate + GT + render):",
+          ", ".join(f"{f} {1000 * s:.0f}" for f, s in sorted(per_family.items(), key=lambda kv: -kv[1])[:5]))
+    print("note: measured on a shared 2-core machine while other jobs ran; absolute times are distorted, "
+          "ratios less so.")
+    out = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "load_avg_1m": os.getloadavg()[0]},
+        "versions": versions(),
+        "args": vars(args),
+        "families": families,
+        "problems_per_repeat": n,
+        "stage_s_median": {k: med(k) for k in results[0]["stage_s"]},
+        "problems_per_s": {name: (n / s if s > 0 else None) for name, s in rows},
+        "two_solver_over_baseline": ratio,
+        "per_family_ms_median": {f: 1000 * s for f, s in per_family.items()},
+        "disputed": [r["disputed"] for r in results],
+        "store": bool(write),
+        "note": "shared 2-core machine under load from other jobs: absolute times distorted",
+    }
+    path = Path(__file__).resolve().parent / "results" / "generate.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
