@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flywheel.curation import tables as _curation_tables  # noqa: F401 - registers clusters/contamination for SQL
 from flywheel.store import DEFAULT_PATH, Store
 
 
