@@ -293,12 +293,12 @@ def _scores(pairs: list[tuple[bool, bool]]) -> dict[str, float | int]:
 
 
 def _machine() -> dict[str, str | int | None]:
-    import highspy
+    from importlib.metadata import version
 
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-            "highspy": getattr(highspy, "__version__", "") or "1.x", "platform": platform.platform()}
+            "highspy": version("highspy"), "gurobipy": version("gurobipy"), "platform": platform.platform()}
 
 
 def main(argv: list[str] | None = None) -> dict:
