@@ -86,4 +86,55 @@ def register(app: typer.Typer) -> None:
         if out:
             console.print(f"wrote {out / 'verdicts.jsonl'} and {out / 'summary.json'}")
 
+    @eval_app.command("run")
+    def run(
+        policy: str = typer.Option(..., "--policy", help="openai:MODEL@URL | hf:PATH | vllm:PATH"),
+        benchmark: str = typer.Option(..., "--benchmark", help="NAME[,NAME...] (pulled cards) or a path"),
+        rule: str = typer.Option("all", "--rule", help="strict | orlm_lenient | all"),
+        k: int = typer.Option(1, "--k", min=1, help="samples per item (pass@k); 1 = greedy Pass@1"),
+        temperature: float | None = typer.Option(None, "--temperature", help="default 0 for k=1, else 0.7"),
+        api: str = typer.Option("gurobipy", "--api", help="target solver API in the prompt"),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="first N items of each benchmark"),
+        timeout: float = typer.Option(60.0, "--timeout", help="per-item wall-clock limit (s)"),
+        self_correct: int = typer.Option(0, "--self-correct", min=0, help="repair turns, reported separately"),
+        out: Path | None = typer.Option(None, "--out", help="write verdicts.jsonl and summary.json here"),
+        cache_dir: Path | None = typer.Option(None, "--cache-dir", help="response cache (default: OUT/cache)"),
+        workers: int | None = typer.Option(None, "--workers", min=1),
+        config: Path | None = typer.Option(None, "--config", help="TOML with a [policy] section"),
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Zero-shot Pass@1 of a policy on OR benchmarks, strict and lenient side by side."""
+        from flywheel.config import load_config
+        from flywheel.evaluate.run import evaluate_policy, load_items
+        from flywheel.evaluate.runner import write_results
+
+        rules = _rules(rule)
+        names = [b.strip() for b in benchmark.split(",") if b.strip()]
+        items = load_items(names, limit)
+        if not items:
+            raise FlywheelError("no benchmark items to evaluate", culprit="--benchmark")
+        settings = load_config(config).policy
+        cache = cache_dir or ((out / "cache") if out else Path.home() / ".cache" / "or-flywheel" / "eval-responses")
+        result = evaluate_policy(items, policy, rules=rules, k=k, temperature=temperature, api=api,
+                                 timeout_s=timeout, self_correct=self_correct, cache_dir=cache, workers=workers,
+                                 settings=settings, progress=fmt == "table")
+        meta = {"policy": policy, "benchmarks": names, "k": k, "api": api, "counters": result.counters,
+                "infra_errors": len(result.infra_errors)}
+        if self_correct:
+            meta["self_corrected_summary"] = result.corrected_summary
+        if out:
+            write_results(out, result.verdicts, result.summary, meta)
+        if fmt == "json":
+            typer.echo(json.dumps({"summary": result.summary, **meta}, indent=2, sort_keys=True))
+            return
+        console = Console()
+        console.print(summary_table(result.summary, rules, k))
+        if self_correct:
+            table = summary_table(result.corrected_summary, rules)
+            table.title = f"With up to {self_correct} self-correction turn(s) (not zero-shot)"
+            console.print(table)
+        if result.infra_errors:
+            console.print(f"[yellow]{len(result.infra_errors)} request(s) failed on the infrastructure side "
+                          "(not counted as model failures; re-run to retry them)[/]")
+
     app.add_typer(eval_app, name="eval")
