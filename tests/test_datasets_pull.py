@@ -120,18 +120,32 @@ def test_pull_from_local_path_and_errors(tmp_path: Path, cache: Path, server: st
     assert len(benchmarks.load_benchmark(SHARED / "optibench")) == 605
 
 
-def test_cli_pull_list_and_one_line_error(tmp_path: Path, server: str) -> None:
+def test_cli_pull_list_and_one_line_error(tmp_path: Path, server: str, capsys, monkeypatch) -> None:
     env = {**os.environ, benchmarks.CACHE_ENV: str(tmp_path / "c")}
-    cli = [sys.executable, "-m", "flywheel.cli"]
-    ok = subprocess.run([*cli, "datasets", "pull", "nl4opt", "--url", server, "--format", "json"],
-                        capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    ok = subprocess.run([sys.executable, "-m", "flywheel.cli", "datasets", "pull", "nl4opt", "--url", server,
+                         "--format", "json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["items"] == 245
-    listed = subprocess.run([*cli, "datasets", "list", "--format", "json"], capture_output=True, text=True, env=env,
-                            cwd=REPO, timeout=120)
-    cached = {r["name"]: r["cached"] for r in json.loads(listed.stdout)}
-    assert cached["nl4opt"] is True and cached["optibench"] is False
-    bad = subprocess.run([*cli, "datasets", "pull", "optibench", "--path", str(tmp_path)], capture_output=True,
-                         text=True, env=env, cwd=REPO, timeout=120)
-    assert bad.returncode == 2
-    assert bad.stderr.strip().count("\n") == 0 and "no test.jsonl" in bad.stderr
+    monkeypatch.setenv(benchmarks.CACHE_ENV, str(tmp_path / "c"))
+    code, out, _ = _flywheel_here(capsys, monkeypatch, "datasets", "list", "--format", "json")
+    cached = {r["name"]: r["cached"] for r in json.loads(out)}
+    assert code == 0 and cached["nl4opt"] is True and cached["optibench"] is False
+    code, _, err = _flywheel_here(capsys, monkeypatch, "datasets", "pull", "optibench", "--path", str(tmp_path))
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "no test.jsonl" in err
+
+
+def _flywheel_here(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
+    """The CLI in this process (no interpreter start-up): exit code, stdout, stderr."""
+    from flywheel.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["flywheel", *args])
+    monkeypatch.setenv("COLUMNS", "200")
+    capsys.readouterr()
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
