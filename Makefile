@@ -9,7 +9,14 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	@command -v bwrap >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "warning: bubblewrap could not be installed; the sandbox falls back to its non-bwrap isolation"; }
+	# System packages: bubblewrap (sandbox isolation) and chromium (headless check of `flywheel report` pages).
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing system packages:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null 2>&1 \
+	      || echo "warning: could not install$$missing (the sandbox falls back to its non-bwrap isolation; report rendering is not browser-checked)"; \
+	  fi
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch is pinned to the CPU build that lies on this machine's disk; never let pip pick a CUDA build.
