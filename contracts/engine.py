@@ -21,12 +21,14 @@ from contracts.api import Contract, Outcome, Repair, Severity, Stage, Verdict
 from contracts.sample import Sample, with_code
 from contracts.suites import Suite
 from contracts.verdicts import DisputeRow, RepairRecord, VerdictRow, evidence_json, verdict_id
-from solvers.records import Attempt, Execution, canonical_json, content_hash
+from solvers.records import Attempt, ExecStatus, Execution, canonical_json, content_hash
 
 # Runs a batch of attempts (in order) and returns their executions. The default is the sandbox.
 Executor = Callable[[Sequence[Attempt]], list[Execution]]
 
 ACCEPTED, REJECTED, DISPUTED = "accepted", "rejected", "disputed"
+# The sandbox itself failed (not the program): nothing after execution can be judged, nothing is held against it.
+INFRA_ERROR = "infra_error"
 
 
 @dataclass
@@ -77,6 +79,7 @@ class SuiteReport:
             "repaired": sum(r.repaired for r in self.results),
             "rejected": status[REJECTED],
             "disputed": status[DISPUTED],
+            "infra_errors": status[INFRA_ERROR],
             "rejected_by": dict(Counter(r.rejected_by for r in self.results if r.rejected_by)),
             "contract_errors": sum(v.outcome == Outcome.CONTRACT_ERROR for v in self.verdicts),
         }
@@ -178,6 +181,12 @@ def _with_extracted_code(sample: Sample) -> Sample:
 
 
 def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx) -> None:
+    ex = result.sample.execution
+    if contracts and contracts[0].stage == Stage.AFTER and ex is not None and ex.status == ExecStatus.SANDBOX_ERROR:
+        result.status = INFRA_ERROR
+        for c in contracts:
+            _record(result, c, Verdict.skipped(f"sandbox error: {ex.error}", sandbox_error=True), 0.0, ctx)
+        return
     for c in contracts:
         if result.status == REJECTED:
             _record(result, c, Verdict.skipped(f"short-circuited by {result.rejected_by}",

@@ -146,6 +146,17 @@ def test_engine_runs_the_executor_for_unexecuted_samples() -> None:
     assert report.results[0].status == REJECTED and report.results[0].rejected_by == "solve_called"
 
 
+def test_sandbox_errors_are_never_held_against_a_sample() -> None:
+    from contracts.engine import INFRA_ERROR
+    from solvers.records import ExecStatus
+
+    s = make_sample(problem_with_truth(), code="import gurobipy\n", solves=(), status=ExecStatus.SANDBOX_ERROR)
+    report = run_suite(Suite.of("s", "has_code", "executes", "solve_called"), [s])
+    assert report.results[0].status == INFRA_ERROR and report.summary()["rejected"] == 0
+    assert {v.contract: v.outcome for v in report.verdicts} == {"has_code": "pass", "executes": "skip",
+                                                                 "solve_called": "skip"}
+
+
 def test_user_file_loads_by_path_and_runs(tmp_path: Path, sample: Sample) -> None:
     module, defined = load_contract_file(EXAMPLE)
     assert [c.name for c in defined] == ["small_and_fast"]
