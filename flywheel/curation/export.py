@@ -127,7 +127,7 @@ def load_decontam_index(names: Sequence[str], params: DecontamParams) -> tuple[D
             raise ExportError(
                 "no benchmark is cached for decontamination: run `flywheel datasets pull NAME`, pass --benchmark "
                 "PATH, or --no-decontam to export without it",
-                culprit="decontamination",
+                culprit="export",
             )
     index = DecontamIndex(params)
     used = []
