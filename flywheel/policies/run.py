@@ -88,7 +88,6 @@ def generate_attempts(
         raise unknown_name("solver API", api, list(SOLVER_APIS))
     settings = settings or PolicySection()
     backend = backend or make_backend(spec, settings)
-    cache = ResponseCache(cache_dir)
     run = PolicyRun()
     t0 = time.perf_counter()
     sampling = {"temperature": temperature, "top_p": settings.top_p, "max_tokens": settings.max_tokens}
@@ -103,32 +102,7 @@ def generate_attempts(
                               max_tokens=settings.max_tokens, seed=sample_seed(problem.problem_id, k))
             jobs.append(_Job(problem, k, prompt, req))
 
-    outcomes: dict[str, Outcome] = {}
-    todo: dict[str, ChatRequest] = {}  # a problem listed twice asks once
-    for job in jobs:
-        hit = cache.get(job.request.key)
-        if hit is not None:
-            outcomes[job.request.key] = hit
-            run.cache_hits += 1
-        else:
-            todo.setdefault(job.request.key, job.request)
-
-    bar = _Progress(len(todo), spec) if progress and todo else None
-
-    def on_result(req: ChatRequest, outcome: Outcome) -> None:
-        outcomes[req.key] = outcome
-        if isinstance(outcome, Completion):
-            cache.put(req.key, outcome, {"spec": spec, **identity})
-        if bar:
-            bar.advance()
-
-    try:
-        if todo:
-            asyncio.run(_run_backend(backend, list(todo.values()), on_result))
-    finally:
-        if bar:
-            bar.close()
-        cache.close()
+    outcomes = ask(backend, [j.request for j in jobs], cache_dir, run, spec=spec, progress=progress)
 
     for job in jobs:
         outcome = outcomes.get(job.request.key) or InfraFailure(kind="backend", message="backend returned nothing")
@@ -146,10 +120,45 @@ def generate_attempts(
             label_source=settings.label_source))
         run.details[aid] = {"finish_reason": outcome.finish_reason, "usage": outcome.usage,
                             "latency_s": round(outcome.latency_s, 4), "tries": outcome.tries}
-    run.requests_sent = backend.counters.requests_sent
-    run.retries = backend.counters.retries
     run.wall_s = time.perf_counter() - t0
     return run
+
+
+def ask(backend: Backend, requests: Sequence[ChatRequest], cache_dir: Path, run: PolicyRun, *, spec: str,
+        progress: bool = False) -> dict[str, Outcome]:
+    """Outcome per request key: cached completions as they are, the rest from the backend (each success cached as
+    it arrives). Adds cache hits, requests sent and retries to ``run``'s counters."""
+    cache = ResponseCache(cache_dir)
+    outcomes: dict[str, Outcome] = {}
+    todo: dict[str, ChatRequest] = {}  # a request listed twice is asked once
+    for req in requests:
+        hit = cache.get(req.key)
+        if hit is not None:
+            outcomes[req.key] = hit
+            run.cache_hits += 1
+        else:
+            todo.setdefault(req.key, req)
+    bar = _Progress(len(todo), spec) if progress and todo else None
+    identity = backend.identity
+
+    def on_result(req: ChatRequest, outcome: Outcome) -> None:
+        outcomes[req.key] = outcome
+        if isinstance(outcome, Completion):
+            cache.put(req.key, outcome, {"spec": spec, **identity})
+        if bar:
+            bar.advance()
+
+    sent, retried = backend.counters.requests_sent, backend.counters.retries
+    try:
+        if todo:
+            asyncio.run(_run_backend(backend, list(todo.values()), on_result))
+    finally:
+        if bar:
+            bar.close()
+        cache.close()
+    run.requests_sent += backend.counters.requests_sent - sent
+    run.retries += backend.counters.retries - retried
+    return outcomes
 
 
 async def _run_backend(backend: Backend, todo: list[ChatRequest], on_result: Any) -> None:
