@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -46,7 +47,9 @@ def register(app: typer.Typer) -> None:
             "store": {"path": str(store) if store is not None else None},
         })
         plan = RoundPlan.from_config(cfg, suite=suite)  # unknown family / API fail here, before the store
-        console = Console(stderr=fmt == "json")
+        # Piped output has no terminal width; Rich would squeeze the summary into 80 columns.
+        stream = sys.stderr if fmt == "json" else sys.stdout
+        console = Console(stderr=fmt == "json", width=None if stream.isatty() else 140)
         with Store.open(cfg.store.path) as st:
             outcome = _run_with_progress(st, plan, cfg.round.workers, console, progress and fmt != "json")
         if fmt == "json":
@@ -87,7 +90,7 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
     cols = ["family", "generated", "verified", "disputed", "infeasible", "executed", "reproduced",
             "median solve ms"] + (["accepted", "rejected"] if contracts_ran else [])
     for c in cols:
-        table.add_column(c, justify="left" if c == "family" else "right")
+        table.add_column(c, justify="left" if c == "family" else "right", no_wrap=True)
     totals = {c: 0 for c in cols[1:7]} | {"accepted": 0, "rejected": 0}
     for r in rows:
         cells = [r["family"], *(str(r[k]) for k in ("generated", "verified", "disputed", "infeasible", "executed",
