@@ -130,15 +130,16 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"sample_id": sample_id, "verdicts": verdicts, "repairs": repairs,
                                    "disputes": disputes}, indent=2, default=str))
             return
-        table = Table(title=f"sample {sample_id}: {len(verdicts)} verdicts")
-        for col in ("suite", "contract", "version", "stage", "severity", "outcome", "score", "message", "evidence"):
+        suites = sorted({v["suite"] for v in verdicts})
+        table = Table(title=f"sample {sample_id}: {len(verdicts)} verdicts (suite {', '.join(suites)})")
+        for col in ("contract@version", "severity", "outcome", "score", "message", "evidence"):
             table.add_column(col, overflow="fold")
         colour = {"pass": "green", "fail": "red", "skip": "yellow", "contract_error": "magenta"}
         for v in verdicts:
-            table.add_row(v["suite"], v["contract"], v["version"], v["stage"], v["severity"],
+            table.add_row(f"{v['contract']}@{v['version']}", v["severity"],
                           f"[{colour.get(v['outcome'], 'white')}]{v['outcome']}[/]",
                           "" if v["score"] is None else f"{v['score']:g}", v["message"],
-                          json.dumps(v["evidence"], default=str)[:400])
+                          json.dumps(v["evidence"], default=str)[:300])
         console = Console()
         console.print(table)
         for r in repairs:
