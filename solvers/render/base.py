@@ -50,7 +50,8 @@ class Renderer(Dialect, ABC):
         m = model.metrics()
         kind = {"LP": "linear program", "IP": "integer program", "MILP": "mixed-integer linear program",
                 "QP": "convex quadratic program", "MIQP": "mixed-integer quadratic program"}[model.problem_class]
-        lines = [f"# {model.name}: a {kind} with {m['n_vars']} variables and {m['n_constraints']} constraints, "
+        article = "an" if kind[0] in "aeiou" else "a"
+        lines = [f"# {model.name}: {article} {kind} with {m['n_vars']} variables and {m['n_constraints']} constraints, "
                  f"written for {self.api}.", *self.imports(p), "", "# ---- data ----",
                  *p.data_lines(self.infinity, self.neg_infinity), "", *self.model_lines(p), "",
                  "# ---- decision variables ----"]

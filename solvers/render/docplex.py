@@ -26,6 +26,10 @@ class DocplexRenderer(Renderer):
         lines = [f"mdl = Model(name={json.dumps(p.model.name)})"]
         if p.is_mip:
             lines.append("mdl.parameters.mip.tolerances.mipgap = 1e-9  # prove optimality, not the default gap")
+        if p.is_quadratic and not p.is_mip:
+            # CPLEX's default QP method (barrier) stops an infeasible QP at "dual objective limit exceeded";
+            # dual simplex solves the convex QP as well and says "infeasible" plainly.
+            lines.append("mdl.parameters.qpmethod = 2  # dual simplex")
         return lines
 
     def _bounds(self, g: VarGroupPlan, key: str | None) -> list[str]:

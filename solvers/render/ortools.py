@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from solvers.ground_truth import cp_sat_compatible
 from solvers.ir import Model, VarType
 from solvers.render.base import Renderer, multiline_call, register, statement_loop, var_comprehension
 from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, VarGroupPlan, lit, row_name_fstring
@@ -18,22 +19,9 @@ def backend(model: Model) -> str:
     """``mathopt`` (quadratic), ``cp-sat`` (pure integer, integer data, finite bounds), else ``pywraplp``."""
     if model.objective.quadratic:
         return "mathopt"
-    if _cp_sat_ok(model):
+    if cp_sat_compatible(model):
         return "cp-sat"
     return "pywraplp"
-
-
-def _cp_sat_ok(model: Model) -> bool:
-    """CP-SAT needs integer variables with finite bounds and integer coefficients everywhere."""
-    def whole(x: float) -> bool:
-        return float(x).is_integer()
-
-    if any(v.vtype == VarType.CONTINUOUS or v.lb is None or v.ub is None for v in model.variables):
-        return False
-    numbers = [c for con in model.constraints for _, c in con.terms] + [con.rhs for con in model.constraints]
-    numbers += [c for _, c in model.objective.terms] + [model.objective.constant]
-    numbers += [b for v in model.variables for b in (v.lb, v.ub) if b is not None]
-    return all(whole(x) for x in numbers)
 
 
 @register
