@@ -164,6 +164,7 @@ class Execution(Record):
     isolation: str = ""  # what isolation was in force (e.g. "bwrap+netns+seccomp+cgroup"), for lineage
     returned: Any = None  # JSON value returned by a function-style program's entry (e.g. ComplexOR's solve())
     exec_s: float = 0.0  # time the program's own code ran (module body + entry), without sandbox set-up
+    phases: dict[str, float] = Field(default_factory=dict)  # sandbox timing breakdown (fork, setup, exit, ...)
 
     @property
     def final_solve(self) -> SolveCall | None:

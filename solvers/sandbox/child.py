@@ -65,7 +65,7 @@ def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: in
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)
-    send({"type": "ready", "seccomp": seccomp_on})
+    send({"type": "ready", "seccomp": seccomp_on, "t": time.monotonic()})
     _run(program, config, workdir, send)
 
 
@@ -170,6 +170,7 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
             sys.stdout.flush()
             sys.stderr.flush()
         done["tamper"] = flags + capture.verify()
+        done["t"] = time.monotonic()
         send(done)
     except BaseException as exc:  # noqa: BLE001
         with contextlib.suppress(Exception):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import solvers
@@ -209,14 +210,22 @@ class Pool:
         self._next_index = 0
         self._free_indices = list(range(self.size))
         self.closed = False
+        # Workers are started from this one long-lived thread: bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires
+        # when the *thread* that started it exits, so a worker started from a short-lived batch thread would die
+        # with it.
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn")
 
     def _acquire(self) -> WorkerProcess:
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.proc.poll() is None:
+                    return worker
+                worker.close()  # died while idle: replace it
+                self._free_indices.append(worker.index)
             index = self._free_indices.pop(0)
         try:
-            return WorkerProcess(self.config, index)
+            return self._spawner.submit(WorkerProcess, self.config, index).result()
         except BaseException:
             with self._lock:
                 self._free_indices.append(index)
@@ -323,6 +332,7 @@ class Pool:
             idle, self._idle = self._idle, []
         for w in idle:
             w.close()
+        self._spawner.shutdown(wait=False)
 
 
 _pools: dict[tuple[str, int], Pool] = {}

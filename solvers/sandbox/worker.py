@@ -92,6 +92,7 @@ class Worker:
             self.cgroup.reset_peak()
         start = time.monotonic()
         pid = os.fork()
+        self.forked_at = time.monotonic()
         if pid == 0:  # the child: never returns
             try:
                 for fd in (out_r, err_r, chan_r):
@@ -146,6 +147,7 @@ class Worker:
             if exited is None:
                 self._kill(pid)
                 exited = os.wait4(pid, 0)
+            reaped_at = time.monotonic()
             # Descendants may still hold the pipes (a daemonised grandchild): kill the whole slot, then drain.
             leftovers = self._kill_rest(pid)
             drain_until = time.monotonic() + 0.5
@@ -177,6 +179,16 @@ class Worker:
         done = next((m for m in messages if m.get("type") == "done"), {})
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
+        # Where the time went (CLOCK_MONOTONIC is shared by the worker and its child): fork, child set-up until
+        # ready, the program (incl. capture), exit until reaped, and the worker's bookkeeping after that.
+        phases = {"fork_s": self.forked_at - start}
+        if "t" in ready:
+            phases["setup_s"] = ready["t"] - self.forked_at
+            if "t" in done:
+                phases["program_s"] = done["t"] - ready["t"]
+                phases["exit_s"] = reaped_at - done["t"]
+        phases["after_s"] = time.monotonic() - reaped_at
+        phases = {k: round(max(v, 0.0), 5) for k, v in phases.items()}
         cap = cfg.output_cap_bytes
         out, err = bytes(buffers[out_r]), bytes(buffers[err_r])
         execution = Execution(
@@ -185,7 +197,7 @@ class Worker:
             stdout_truncated=totals[out_r] > cap, stderr_truncated=totals[err_r] > cap,
             wall_s=round(wall, 4), cpu_s=round(rusage.ru_utime + rusage.ru_stime, 4),
             max_rss_mb=round(rusage.ru_maxrss / 1024.0, 2), error=reason or "", isolation="+".join(layers),
-            returned=done.get("returned"), exec_s=round(float(done.get("exec_s") or 0.0), 4),
+            returned=done.get("returned"), exec_s=round(float(done.get("exec_s") or 0.0), 4), phases=phases,
         )
         # A killed child (timeout, flood, OOM) leaves the worker as it was: fork isolates it. What does not:
         # processes that escaped the child's group, a tampering attempt, or a set-up failure.
