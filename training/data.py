@@ -128,7 +128,7 @@ class Source:
     path: str
     weight: float
     train: Packed
-    val: Packed
+    val: Packed | None  # None when the shard's val split is empty (no held-out loss for this source)
 
 
 def load_source(path: str, name: str, weight: float, tokenizer: Any, seq_len: int, val_rows: int) -> Source:
@@ -137,9 +137,11 @@ def load_source(path: str, name: str, weight: float, tokenizer: Any, seq_len: in
     split_long = not any(r.get("messages") for r in train_rows[:50])
     pad = tokenizer.pad_token_id
     train = pack([tokenize_row(r, tokenizer) for r in train_rows], seq_len, pad, split_long)
-    val = pack([tokenize_row(r, tokenizer) for r in val_rows_data], seq_len, pad, split_long)
-    val = Packed(val.input_ids[:val_rows], val.position_ids[:val_rows], val.labels[:val_rows],
-                 val.truncated, val.documents)
+    val = None
+    if val_rows_data:
+        full = pack([tokenize_row(r, tokenizer) for r in val_rows_data], seq_len, pad, split_long)
+        val = Packed(full.input_ids[:val_rows], full.position_ids[:val_rows], full.labels[:val_rows],
+                     full.truncated, full.documents)
     return Source(name or Path(path).name, path, weight, train, val)
 
 

@@ -53,15 +53,14 @@ class MoEBalancer:
 
     def _hook(self, name: str):  # noqa: ANN202 - torch hook signature
         def hook(module: nn.Module, args: tuple, output: tuple) -> None:
-            if not self.recording:
-                return
             logits, _, indices = output[0], output[1], output[2]
             n_experts = int(module.num_experts)
             with torch.no_grad():
                 load = torch.bincount(indices.reshape(-1), minlength=n_experts).float()
-            stats = self.stats.setdefault(name, RouterStats(torch.zeros(n_experts)))
-            stats.load += load.cpu()
+            aux = None
             if self.aux_coef > 0 and torch.is_grad_enabled():
+                # Computed during checkpoint recomputation too (then discarded): non-reentrant checkpointing
+                # requires the recomputed forward to save exactly the tensors the original forward saved.
                 logits = logits.float()
                 if hasattr(module, "e_score_correction_bias"):
                     scores = logits.sigmoid()
@@ -69,7 +68,13 @@ class MoEBalancer:
                 else:
                     probs = logits.softmax(-1)
                 frac = load.to(probs.device) / load.sum().clamp_min(1)
-                stats.aux_terms.append(n_experts * (frac * probs.mean(0)).sum())
+                aux = n_experts * (frac * probs.mean(0)).sum()
+            if not self.recording:
+                return
+            stats = self.stats.setdefault(name, RouterStats(torch.zeros(n_experts)))
+            stats.load += load.cpu()
+            if aux is not None:
+                stats.aux_terms.append(aux)
         return hook
 
     def aux_loss(self) -> torch.Tensor | None:

@@ -108,7 +108,9 @@ class Trainer:
         self.flops_per_token = flops_per_token(self.model, r.data.seq_len)
         self._kernels()
         if r.train.activation_checkpointing:
-            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable = getattr(self.model, "activation_checkpointing_enable", None) or \
+                self.model.gradient_checkpointing_enable  # renamed in transformers 5.x
+            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.config.use_cache = False
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
@@ -243,6 +245,8 @@ class Trainer:
         result: dict[str, float] = {}
         mb = self.recipe.train.micro_batch
         for src in self.sources:
+            if src.val is None:
+                continue
             total, count = 0.0, 0
             for i in range(0, len(src.val), mb):
                 part = Packed(src.val.input_ids[i:i + mb], src.val.position_ids[i:i + mb], src.val.labels[i:i + mb])
