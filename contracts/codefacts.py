@@ -12,6 +12,9 @@ import re
 
 # Numbers in prose: 1,200 / 3.5 / -4 / 1e3 / 15% ; a thousands comma only between digit groups of three.
 _NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?%?")
+# A word after a number that scales it: "15 percent" is 0.15, "4 million" is 4e6 in a program.
+_SCALE_WORDS = {"percent": 0.01, "per cent": 0.01, "thousand": 1e3, "million": 1e6, "billion": 1e9}
+_SCALE = re.compile(r"\s*(" + "|".join(_SCALE_WORDS) + r")\b", re.IGNORECASE)
 
 # Literal values that need no justification from the question: loop bounds, signs, unit steps, big-M style
 # constants, which every modeller writes without the question stating them.
@@ -38,18 +41,24 @@ def imported_modules(code: str) -> set[str]:
 
 
 def question_numbers(text: str) -> set[float]:
-    """Every number a question states; a percentage counts both as written (15) and as a fraction (0.15)."""
+    """Every number a question states; a percentage counts both as written (15) and as a fraction (0.15), and
+    "4 million" both as 4 and as 4e6."""
     out: set[float] = set()
     for m in _NUMBER.finditer(text):
         tok = m.group(0)
-        pct = tok.endswith("%")
         try:
             x = float(tok.rstrip("%").replace(",", ""))
         except ValueError:
             continue
         out.add(x)
-        if pct:
+        if tok.endswith("%"):
             out.add(x / 100)
+        scale = _SCALE.match(text, m.end())
+        if scale:
+            out.add(x * _SCALE_WORDS[scale.group(1).lower()])
+    if "%" in text or re.search(r"\bper ?cent", text, re.IGNORECASE):
+        # a table column headed "Efficiency (%)" states its cells as percentages
+        out |= {x / 100 for x in list(out)}
     return out
 
 

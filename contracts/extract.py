@@ -16,11 +16,23 @@ SOLVER_MODULES = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex", "pulp", "
 PYTHON_TAGS = {"python", "py", "python3", "py3", "ipython"}
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n", re.MULTILINE)
+# Tag formats some models are trained on (OR-R1 style: <think> / <model> / <code>); an unclosed tag runs to the end.
+_TAG = re.compile(r"<(code|python)>\s*\n?(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<mod>[A-Za-z_][\w]*)", re.MULTILINE)
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
-    """Every fenced block as (language tag, body), in order. An unclosed last fence runs to the end."""
+    """Every fenced block as (language tag, body), in order. An unclosed last fence runs to the end.
+
+    Without fences, ``<code>`` / ``<python>`` tag blocks count as python blocks (a fence inside a tag block wins).
+    """
+    fenced = _fenced_blocks(text)
+    if fenced:
+        return fenced
+    return [("python", m.group(2).strip("\n") + "\n") for m in _TAG.finditer(text) if m.group(2).strip()]
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
     blocks: list[tuple[str, str]] = []
     pos = 0
     while True:

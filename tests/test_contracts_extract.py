@@ -31,12 +31,23 @@ SOLVER_BLOCK = "import gurobipy as gp\nm = gp.Model()\nm.optimize()\n"
     (f"Answer:\n```python\n{SOLVER_BLOCK}", SOLVER_BLOCK),
     # no fences at all: a bare program
     (SOLVER_BLOCK, SOLVER_BLOCK),
+    # OR-R1 style tags, closed or cut off
+    (f"<think>plan</think>\n<model>x</model>\n<code>\n{SOLVER_BLOCK}</code>", SOLVER_BLOCK),
+    (f"<think>plan</think>\n<code>\n{SOLVER_BLOCK}", SOLVER_BLOCK),
     ("The answer is 42.", None),
     ("", None),
     ("```text\nnot code at all\n```", None),
 ])
 def test_extract_code(text: str, expected: str | None) -> None:
     assert extract_code(text) == expected
+
+
+def test_question_numbers_scale_words_and_percentages() -> None:
+    from contracts.codefacts import question_numbers
+
+    nums = question_numbers("Budget: 4 million yuan, 1,200 units, efficiency 15%; table | A | 80 |")
+    assert {4.0, 4e6, 1200.0, 15.0, 0.15, 80.0, 0.8} <= nums
+    assert 0.8 not in question_numbers("A makes 80 chairs.")  # no percent anywhere: no fractions invented
 
 
 def test_tolerance_rules() -> None:

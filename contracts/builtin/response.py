@@ -29,7 +29,7 @@ def has_code(sample: Sample) -> Verdict:
 _SENTINELS = re.compile(r"<\|endoftext\|>|<\|im_end\|>|<\|im_start\|>|<\|eot_id\|>|</s>|<eos>|\[/?INST\]")
 _PLACEHOLDERS = re.compile(
     r"\bTODO\b|\bFIXME\b|lorem ipsum|<insert[^>]*>|\byour[_ ]\w+[_ ]here\b|raise NotImplementedError|"
-    r"^\s*\.\.\.\s*$|#\s*\.\.\.|\bplaceholder\b", re.IGNORECASE | re.MULTILINE)
+    r"^\s*\.\.\.\s*$|#\s*\.\.\.|[<\[{]\s*placeholder\s*[>\]}]", re.IGNORECASE | re.MULTILINE)
 
 
 @contract(stage="before_execution", severity="reject", cost=0.02, min_chars=20, max_chars=60_000,
