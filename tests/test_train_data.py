@@ -7,7 +7,7 @@ import torch
 
 from training.data import IGNORE, Document, Mixture, Source, pack, tokenize_row
 from training.flops import active_matmul_params, flops_per_token
-from training.models import TINY_CONFIGS, build_model
+from training.models import TINY_CONFIGS, build_model, enable_activation_checkpointing
 from training.synthetic import problem_rows
 from training.tokenizer import IM_END, render_chat, train_tokenizer
 
@@ -137,8 +137,7 @@ def test_activation_checkpointing_changes_neither_loss_grads_nor_expert_load(arc
         model = build_model(arch, "", 300, {}, seed=0)
         model.train()
         if checkpointing:
-            enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
-            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable_activation_checkpointing(model)
         balancer = MoEBalancer(model, aux_coef=0.01, bias_rate=1e-3)
         results.append(_loss_and_grads(model, balancer, batch))
     (l0, g0, load0), (l1, g1, load1) = results

@@ -93,3 +93,12 @@ def build_model(arch: str, path: str, vocab_size: int, overrides: dict[str, Any]
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     return model
+
+
+def enable_activation_checkpointing(model: PreTrainedModel) -> None:
+    """Non-reentrant activation checkpointing per decoder layer (the method was renamed in transformers 5.x)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)

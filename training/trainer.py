@@ -32,7 +32,7 @@ from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_so
 from training.device import DeviceSpec, World, all_reduce_sum, get_device, init_world, shard_model
 from training.flops import device_peak, flops_per_token
 from training.logs import MetricsLog, plot_curves
-from training.models import build_model
+from training.models import build_model, enable_activation_checkpointing
 from training.moe import MoEBalancer, load_summary
 from training.tokenizer import BOS, load_tokenizer, train_tokenizer
 
@@ -108,9 +108,7 @@ class Trainer:
         self.flops_per_token = flops_per_token(self.model, r.data.seq_len)
         self._kernels()
         if r.train.activation_checkpointing:
-            enable = getattr(self.model, "activation_checkpointing_enable", None) or \
-                self.model.gradient_checkpointing_enable  # renamed in transformers 5.x
-            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable_activation_checkpointing(self.model)
         self.model.config.use_cache = False
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
