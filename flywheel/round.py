@@ -52,9 +52,14 @@ class RoundPlan:
     api: str  # one of SOLVER_APIS, or "rotate"
     sandbox: dict[str, Any] = field(default_factory=dict)
     suite: str | None = None  # contract suite run after execution; None = the default suite if one exists
+    policy: str | None = None  # policy spec (flywheel.policies); None = reference programs only
+    samples: int = 1  # policy samples per problem
+    temperature: float = 0.7
+    policy_settings: dict[str, Any] = field(default_factory=dict)  # the config's [policy] section
 
     @classmethod
-    def from_config(cls, cfg: FlywheelConfig, suite: str | None = None) -> RoundPlan:
+    def from_config(cls, cfg: FlywheelConfig, suite: str | None = None, policy: str | None = None,
+                    samples: int = 1, temperature: float = 0.7) -> RoundPlan:
         """Validate names (families, API) up front, so bad input fails before the store is touched."""
         known = family_names()
         families = tuple(cfg.round.families) or tuple(known)
@@ -64,14 +69,29 @@ class RoundPlan:
             raise ConfigError("a family is listed twice", culprit="--families")
         if cfg.round.api != "rotate" and cfg.round.api not in SOLVER_APIS:
             raise unknown_name("solver API", cfg.round.api, [*SOLVER_APIS, "rotate"])
+        if policy is not None:
+            if samples < 1:
+                raise ConfigError("samples must be at least 1", culprit="--samples")
+            if temperature < 0:
+                raise ConfigError("temperature must be >= 0", culprit="--temperature")
+            from flywheel.policies import parse_spec
+
+            parse_spec(policy)  # an unknown backend scheme fails here, before the store is touched
+        settings = cfg.policy.model_dump(mode="json") if policy is not None and hasattr(cfg, "policy") else {}
         return cls(problems=cfg.round.problems, families=families, seed=cfg.round.seed,
                    difficulty=cfg.round.difficulty, infeasible_share=cfg.round.infeasible_share,
-                   api=cfg.round.api, sandbox=cfg.sandbox.model_dump(mode="json"), suite=suite)
+                   api=cfg.round.api, sandbox=cfg.sandbox.model_dump(mode="json"), suite=suite, policy=policy,
+                   samples=samples if policy else 1, temperature=temperature if policy else 0.0,
+                   policy_settings=settings)
 
     def to_json(self) -> dict[str, Any]:
-        return {"problems": self.problems, "families": list(self.families), "seed": self.seed,
-                "difficulty": self.difficulty, "infeasible_share": self.infeasible_share, "api": self.api,
-                "sandbox": self.sandbox, "suite": self.suite}
+        out = {"problems": self.problems, "families": list(self.families), "seed": self.seed,
+               "difficulty": self.difficulty, "infeasible_share": self.infeasible_share, "api": self.api,
+               "sandbox": self.sandbox, "suite": self.suite}
+        if self.policy is not None:  # reference-only rounds keep the hash they always had
+            out |= {"policy": self.policy, "samples": self.samples, "temperature": self.temperature,
+                    "policy_settings": self.policy_settings}
+        return out
 
     @property
     def config_hash(self) -> str:
@@ -208,6 +228,66 @@ def _commit_generated(ctx: RoundContext, batch: list[dict[str, Any]], env: dict[
 
 def plan_api(b: dict[str, Any]) -> str | None:
     return (b["attempt"] or {}).get("api")
+
+
+# ---- stage 1b: policy samples (only when the round names a policy) ------------------------------------------------
+
+
+def stage_policy(ctx: RoundContext) -> Iterator[int]:
+    """K policy samples per problem of the round, through the policy's response cache (in the store directory,
+    so a resumed round re-asks nothing it already got). Committed per batch of problems: attempts, then the
+    infrastructure failures (never counted against the model; asked again on the next run)."""
+    plan, store, r = ctx.plan, ctx.store, ctx.round
+    if plan.policy is None:
+        return
+    from flywheel.config import PolicySection
+    from flywheel.policies import generate_attempts
+    from flywheel.store.rows import problem_from_row
+
+    items = store.query(
+        """
+        SELECT i.idx, i.api, p.*, (SELECT count(*) FROM attempts a
+                                   WHERE a.problem_id = i.problem_id AND a.policy = $policy) AS have
+        FROM round_items i JOIN problems p USING (problem_id) WHERE i.round = $r ORDER BY i.idx
+        """, {"r": r, "policy": plan.policy}).to_pylist()
+    ctx.set_total("policy", len(items))
+    pending = [it for it in items if it["have"] < plan.samples]
+    ctx.advance("policy", len(items) - len(pending))
+    settings = PolicySection(**plan.policy_settings)
+    step = commit_every(len(items))
+    env = environment()
+    for start in range(0, len(pending), step):
+        chunk = pending[start:start + step]
+        by_api: dict[str, list[dict[str, Any]]] = {}
+        for it in chunk:
+            api = plan.api if plan.api != "rotate" else plan.item(it["idx"])[2]
+            by_api.setdefault(api, []).append(it)
+        attempts, errors = [], []
+        for api, group in by_api.items():
+            run = generate_attempts([problem_from_row(it) for it in group], plan.policy, samples=plan.samples,
+                                    temperature=plan.temperature, api=api, round_id=r, cache_dir=store.root,
+                                    progress=False, settings=settings)
+            families = {it["problem_id"]: it for it in group}
+            for a in run.attempts:
+                p = families[a.problem_id]
+                lineage = {"generator": {"family": p["family"], "version": p["generator_version"],
+                                         "code_hash": p["generator_code_hash"], "seed": p["seed"]},
+                           "policy": plan.policy, "prompt_template": a.prompt_template, "prompt_hash": a.prompt_hash,
+                           "sampling": a.sampling, "details": run.details.get(a.attempt_id, {}), "round": r,
+                           "round_config_hash": plan.config_hash, "env": env}
+                attempts.append(attempt_row(a, lineage))
+            for e in run.infra_errors:
+                errors.append({"error_id": content_hash(canonical_json([r, e, time.time()])), "stage": "policy",
+                               "problem_id": e.get("problem_id"), "attempt_id": None, "policy": plan.policy,
+                               "kind": str(e.get("kind", "")), "message": str(e.get("message", ""))[:2000],
+                               "event_at": _now()})
+        if attempts:
+            store.write("attempts", r, attempts)
+        if errors:
+            store.write("infra_errors", r, errors)
+            ctx.notes.append(f"policy: {len(errors)} request(s) failed (infra_errors); rerun to ask again")
+        ctx.advance("policy", len(chunk))
+        yield len(chunk)
 
 
 # ---- stage 2: execute every attempt of the round that has no execution ------------------------------------------
@@ -385,7 +465,8 @@ def _load_samples(store: Store, ids: list[str], problem_from_row: Any, attempt_f
 # ---- the round -----------------------------------------------------------------------------------------------
 
 Stage = Callable[[RoundContext], Iterator[int]]
-STAGES: dict[str, Stage] = {"generate": stage_generate, "execute": stage_execute, "contracts": stage_contracts}
+STAGES: dict[str, Stage] = {"generate": stage_generate, "policy": stage_policy, "execute": stage_execute,
+                            "contracts": stage_contracts}
 
 
 @dataclass
@@ -418,7 +499,7 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
         round_id, state = find_round(store, plan)
         ctx = RoundContext(store, plan, round_id, workers, progress or (lambda s, n: None),
                            set_total or (lambda s, n: None))
-        if state == "finished" and not _has_pending(store, round_id):
+        if state == "finished" and not _has_pending(store, plan, round_id):
             return RoundOutcome(round_id, "complete", summarize(store, round_id), [], time.monotonic() - start)
         event = "started" if state == "new" else "resumed"
         store.write("round_events", round_id, [_event(plan, event)])
@@ -432,8 +513,18 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
                         time.monotonic() - start)
 
 
-def _has_pending(store: Store, round_id: int) -> bool:
-    return bool(pending_attempts(store, round_id))
+def _has_pending(store: Store, plan: RoundPlan, round_id: int) -> bool:
+    """Work a finished round may still have: attempts whose execution hit infrastructure errors, and policy
+    samples whose requests failed."""
+    if pending_attempts(store, round_id):
+        return True
+    if plan.policy is None:
+        return False
+    short = store.scalar(
+        """SELECT count(*) FROM round_items i WHERE i.round = $r AND (SELECT count(*) FROM attempts a
+           WHERE a.problem_id = i.problem_id AND a.policy = $policy) < $k""",
+        {"r": round_id, "policy": plan.policy, "k": plan.samples})
+    return bool(short)
 
 
 def _event(plan: RoundPlan, event: str) -> dict[str, Any]:
@@ -466,6 +557,21 @@ def summarize(store: Store, round_id: int) -> list[dict[str, Any]]:
         WHERE i.round = ?
         GROUP BY 1 ORDER BY 1
         """, [round_id]).to_pylist()
+    policy = {r["family"]: r for r in store.query(
+        """
+        SELECT family, count(*) AS samples, count(*) FILTER (WHERE exec_status = 'ok') AS policy_ran_ok,
+               count(*) FILTER (WHERE objective_match) AS policy_correct,
+               count(*) FILTER (WHERE accepted) AS policy_accepted,
+               avg(coalesce(accepted, objective_match, false)::INT) AS pass_at_1,
+               count(DISTINCT problem_id) FILTER (WHERE coalesce(accepted, objective_match, false))
+                   / count(DISTINCT problem_id) AS pass_at_k
+        FROM samples WHERE round = ? AND policy <> 'reference' GROUP BY 1
+        """, [round_id]).to_pylist()}
+    for row in rows:
+        if policy:
+            extra = policy.get(row["family"], {})
+            row.update({k: extra.get(k, 0) for k in ("samples", "policy_ran_ok", "policy_correct",
+                                                     "policy_accepted", "pass_at_1", "pass_at_k")})
     return rows
 
 

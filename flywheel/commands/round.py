@@ -15,7 +15,7 @@ from flywheel.config import load_config
 from flywheel.round import RoundOutcome, RoundPlan, run_round
 from flywheel.store import Store
 
-STAGE_LABELS = {"generate": "generate + ground truth", "execute": "run reference programs",
+STAGE_LABELS = {"generate": "generate + ground truth", "policy": "policy samples", "execute": "run programs",
                 "contracts": "contracts"}
 
 
@@ -33,6 +33,10 @@ def register(app: typer.Typer) -> None:
         infeasible_share: float | None = typer.Option(None, "--infeasible-share",
                                                       help="share of deliberately infeasible instances"),
         suite: str | None = typer.Option(None, "--suite", help="contract suite [default: 'default' if any]"),
+        policy: str | None = typer.Option(None, "--policy", help="policy spec (openai:MODEL@URL, hf:PATH, ...): "
+                                                                 "also sample K attempts per problem"),
+        samples: int = typer.Option(1, "--samples", help="policy samples per problem"),
+        temperature: float = typer.Option(0.7, "--temperature", help="policy sampling temperature"),
         fmt: str = typer.Option("table", "--format", help="table | json (summary)"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
     ) -> None:
@@ -46,7 +50,8 @@ def register(app: typer.Typer) -> None:
                       "difficulty": difficulty, "infeasible_share": infeasible_share},
             "store": {"path": str(store) if store is not None else None},
         })
-        plan = RoundPlan.from_config(cfg, suite=suite)  # unknown family / API fail here, before the store
+        # Unknown family / API / policy scheme fail here, before the store is touched.
+        plan = RoundPlan.from_config(cfg, suite=suite, policy=policy, samples=samples, temperature=temperature)
         # Piped output has no terminal width; Rich would squeeze the summary into 80 columns.
         stream = sys.stderr if fmt == "json" else sys.stdout
         console = Console(stderr=fmt == "json", width=None if stream.isatty() else 140)
@@ -107,6 +112,8 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
         total_cells += [str(totals["accepted"]), str(totals["rejected"])]
     table.add_row(*total_cells, style="bold")
     console.print(table)
+    if rows and "samples" in rows[0]:
+        _print_policy(console, rows)
     for note in outcome.notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
     s = f" --store {store_path}" if store_path != "flywheel-store" else ""
@@ -116,3 +123,13 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
                 f"flywheel store check{s}",
                 f"flywheel run-round{s} --seed N   # a new round: same flags, another seed"):
         console.print(f"  {cmd}", highlight=False, soft_wrap=True)
+
+
+def _print_policy(console: Console, rows: list[dict]) -> None:
+    table = Table(title="policy samples")
+    for c in ("family", "samples", "ran ok", "correct", "accepted", "pass@1", "pass@k"):
+        table.add_column(c, justify="left" if c == "family" else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(r["family"], str(r["samples"]), str(r["policy_ran_ok"]), str(r["policy_correct"]),
+                      str(r["policy_accepted"]), f"{r['pass_at_1'] or 0:.2f}", f"{r['pass_at_k'] or 0:.2f}")
+    console.print(table)
