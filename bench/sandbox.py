@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solvers.records import ExecStatus  # noqa: E402
-from solvers.sandbox import Pool, Program, SandboxConfig  # noqa: E402
+from solvers.sandbox import Pool, Program, SandboxConfig, preload_for  # noqa: E402
 
 KINDS = ("gurobipy", "pyomo-highs", "ortools-glop", "ortools-scip", "ortools-cpsat", "coptpy")
 
@@ -162,7 +162,9 @@ def run_naive(programs: list[Program], parallel: int) -> dict:
 
 
 def run_sandbox(programs: list[Program], parallel: int) -> dict:
-    config = SandboxConfig(timeout_s=60)
+    # Workers preload the solver libraries this corpus imports (the CLI does the same): docplex and PuLP would only
+    # make every fork copy more page tables. Isolation and capture (MPS export included) are the defaults.
+    config = SandboxConfig(timeout_s=60, preload=preload_for(p.code for p in programs))
     latencies: list[float] = []
     execs = []
     lock = threading.Lock()
