@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -151,7 +152,7 @@ def _generate_item(task: tuple[int, str, int, int | None, float, str]) -> dict[s
     attempt = None
     if code is not None:
         attempt = reference_attempt(problem.problem_id, api, code)
-    return {"idx": idx, "problem": problem_row(problem), "attempt": attempt, "errors": errors,
+    return {"idx": idx, "api": api, "problem": problem_row(problem), "attempt": attempt, "errors": errors,
             "disputed": gt.disputed, "dispute_reason": gt.dispute_reason}
 
 
@@ -222,12 +223,8 @@ def _commit_generated(ctx: RoundContext, batch: list[dict[str, Any]], env: dict[
         store.write("infra_errors", r, errors)
     store.write("round_items", r, [{"idx": b["idx"], "problem_id": b["problem"]["problem_id"],
                                     "family": b["problem"]["family"], "seed": b["problem"]["seed"],
-                                    "api": plan_api(b), "attempt_id": (b["attempt"] or {}).get("attempt_id")}
+                                    "api": b["api"], "attempt_id": (b["attempt"] or {}).get("attempt_id")}
                                    for b in batch])
-
-
-def plan_api(b: dict[str, Any]) -> str | None:
-    return (b["attempt"] or {}).get("api")
 
 
 # ---- stage 1b: policy samples (only when the round names a policy) ------------------------------------------------
@@ -528,8 +525,6 @@ def _has_pending(store: Store, plan: RoundPlan, round_id: int) -> bool:
 
 
 def _event(plan: RoundPlan, event: str) -> dict[str, Any]:
-    import sys
-
     return {"event": event, "event_at": _now(), "config_hash": plan.config_hash,
             "config_json": canonical_json(plan.to_json()), "env_json": canonical_json(environment()),
             "command": " ".join(sys.argv)[:1000]}
