@@ -46,6 +46,17 @@ def _qwen3_moe(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
                              "router_aux_loss_coef": 0.0, **over})
 
 
+@tiny("qwen3_moe_demo")
+def _qwen3_moe_demo(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
+    # The end-to-end demo's size (issue 9): still minutes on 2 cores, but 4 layers give the attention depth that
+    # copying a number from the question into the code needs (find the digit, then the next one), and head_dim 32
+    # leaves RoPE enough frequencies to address positions precisely.
+    return Qwen3MoeConfig(**{**_COMMON, "vocab_size": vocab, "hidden_size": 128, "num_hidden_layers": 4,
+                             "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 256,
+                             "moe_intermediate_size": 128, "num_experts": 8, "num_experts_per_tok": 2,
+                             "norm_topk_prob": True, "decoder_sparse_step": 1, "router_aux_loss_coef": 0.0, **over})
+
+
 @tiny("deepseek_v3_tiny")
 def _deepseek_v3(vocab: int, over: dict[str, Any]) -> PretrainedConfig:
     # MLA with small ranks; first layer dense (first_k_dense_replace), second MoE with one shared expert and a

@@ -10,6 +10,7 @@ the run stops there, or first rolls the model, optimizer, scheduler and data cur
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,15 @@ def run_progressive(recipe: RecipeConfig, out: Path, device: str = "cpu", resume
     if not cfg.stages:
         raise ConfigError("progressive recipe has no stages", culprit="progressive.stages")
     trainer = Trainer(recipe, out, device, resume)
-    anchor = _general_loss(trainer.evaluate(), cfg.general)
+    # The anchor is the general loss before stage 1; a resumed run reads it back rather than re-measuring it on
+    # an already-trained model (which would silently loosen the guard).
+    anchor_file = out / "progressive_anchor.json"
+    if resume and anchor_file.is_file():
+        anchor = float(json.loads(anchor_file.read_text())["general_val_loss"])
+    else:
+        anchor = _general_loss(trainer.evaluate(), cfg.general)
+        if trainer.world.main:
+            anchor_file.write_text(json.dumps({"general_val_loss": anchor}))
     table: list[dict[str, Any]] = []
     history: list[dict[str, Any]] = []
     done = 0
