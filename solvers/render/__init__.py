@@ -22,8 +22,22 @@ def render(model: Model, api: str) -> str:
     return RENDERERS[api]().render(model)
 
 
+def supports(model: Model, api: str) -> bool:
+    """Whether ``render(model, api)`` produces a program (e.g. ortools refuses quadratic objectives)."""
+    from solvers.errors import FlywheelError
+
+    _load()
+    if api not in RENDERERS:
+        raise unknown_name("solver API", api, list(RENDERERS))
+    try:
+        RENDERERS[api]().check(model)
+    except FlywheelError:
+        return False
+    return True
+
+
 def _load() -> None:
     from solvers.render import coptpy, docplex, gurobipy, ortools, pyomo  # noqa: F401  (registers each API)
 
 
-__all__ = ["APIS", "RENDERERS", "Renderer", "register", "render"]
+__all__ = ["APIS", "RENDERERS", "Renderer", "register", "render", "supports"]

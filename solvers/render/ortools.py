@@ -1,14 +1,19 @@
-"""OR-Tools: pywraplp (GLOP for LPs, SCIP for MIPs), CP-SAT for pure-integer models with integer data, and
-MathOpt with SCIP for quadratic objectives (pywraplp is linear only).
+"""OR-Tools: pywraplp (GLOP for LPs, SCIP for MIPs), or CP-SAT for pure-integer models with integer data.
 
-The three share the shape: a dict comprehension of variables per group, ``for`` statements per constraint
-group, one solve call. Which one a model gets is decided by ``backend(model)`` so callers can ask.
+The shape: a dict comprehension of variables per group, ``for`` statements per constraint group, one solve
+call. ``backend(model)`` says which of the two a model gets.
+
+Quadratic objectives are refused with a FlywheelError: pywraplp is linear only, and the one QP-capable solver
+in this OR-Tools build's MathOpt is SCIP without Ipopt, which needed >50 CPU-seconds to get within 0.3% on a
+12-asset portfolio (HiGHS: milliseconds). A reference program that cannot reproduce its optimum is worse than
+none; callers can ask ``solvers.render.supports(model, "ortools")`` first.
 """
 
 from __future__ import annotations
 
 import json
 
+from solvers.errors import FlywheelError
 from solvers.ground_truth import cp_sat_compatible
 from solvers.ir import Model, VarType
 from solvers.render.base import Renderer, multiline_call, register, statement_loop, var_comprehension
@@ -16,22 +21,26 @@ from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, VarGroupPlan,
 
 
 def backend(model: Model) -> str:
-    """``mathopt`` (quadratic), ``cp-sat`` (pure integer, integer data, finite bounds), else ``pywraplp``."""
-    if model.objective.quadratic:
-        return "mathopt"
-    if cp_sat_compatible(model):
-        return "cp-sat"
-    return "pywraplp"
+    """``cp-sat`` (pure integer, integer data, finite bounds), else ``pywraplp``."""
+    return "cp-sat" if cp_sat_compatible(model) else "pywraplp"
 
 
 @register
 class OrtoolsRenderer(Renderer):
     api = "ortools"
+    # Bound dicts sit in the data block, before any solver object exists: plain math.inf there.
+    infinity = "math.inf"
+    neg_infinity = "-math.inf"
+
+    def check(self, model: Model) -> None:
+        if model.objective.quadratic:
+            raise FlywheelError(
+                "ortools cannot solve this model: it has a quadratic objective, pywraplp is linear only and "
+                "MathOpt's SCIP (no Ipopt in this build) does not reach the optimum in reasonable time; "
+                "use gurobipy, pyomo, coptpy or docplex", culprit=f"solver API ortools, model {model.name}")
 
     def render(self, model: Model) -> str:
         self.backend = backend(model)
-        # Bound dicts sit in the data block, before any solver object exists: plain math.inf there.
-        self.infinity, self.neg_infinity = "math.inf", "-math.inf"
         return super().render(model)
 
     # ---- header ------------------------------------------------------------------------------------
@@ -39,16 +48,12 @@ class OrtoolsRenderer(Renderer):
     def imports(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
             return ["from ortools.sat.python import cp_model"]
-        if self.backend == "mathopt":
-            return ["import math", "", "from ortools.math_opt.python import mathopt"]
         needs_inf = any("INF__" in literal for _, literal, _ in p.extra_data)
         return [*(["import math", ""] if needs_inf else []), "from ortools.linear_solver import pywraplp"]
 
     def model_lines(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
             return ["model = cp_model.CpModel()"]
-        if self.backend == "mathopt":
-            return [f"model = mathopt.Model(name={json.dumps(p.model.name)})"]
         engine, why = ("SCIP", "a MIP") if p.is_mip else ("GLOP", "a linear program")
         return [f'solver = pywraplp.Solver.CreateSolver("{engine}")  # {engine} for {why}']
 
@@ -61,19 +66,13 @@ class OrtoolsRenderer(Renderer):
                 return f"{dict_ident}[{key}]"
             value = getattr(g, attr)
             if value is None:
-                inf = "math.inf" if self.backend == "mathopt" else "solver.infinity()"
-                return f"-{inf}" if attr == "lb" else inf
+                return "-solver.infinity()" if attr == "lb" else "solver.infinity()"
             return lit(value)
 
         if self.backend == "cp-sat":
             if g.vtype == VarType.BINARY:
                 return f"model.NewBoolVar({name})"
             return f"model.NewIntVar({bound('lb')}, {bound('ub')}, {name})"
-        if self.backend == "mathopt":
-            if g.vtype == VarType.BINARY:
-                return f"model.add_binary_variable(name={name})"
-            integer = ", is_integer=True" if g.vtype == VarType.INTEGER else ""
-            return f"model.add_variable(lb={bound('lb')}, ub={bound('ub')}{integer}, name={name})"
         if g.vtype == VarType.BINARY:
             return f"solver.BoolVar({name})"
         maker = "IntVar" if g.vtype == VarType.INTEGER else "NumVar"
@@ -90,8 +89,6 @@ class OrtoolsRenderer(Renderer):
     def _add(self, expr: str, name: str) -> str:
         if self.backend == "cp-sat":
             return f"model.Add({expr}).WithName({name})"
-        if self.backend == "mathopt":
-            return f"model.add_linear_constraint({expr}, name={name})"
         return f"solver.Add({expr}, {name})"
 
     def con_group(self, cg: ConGroupPlan) -> list[str]:
@@ -106,14 +103,8 @@ class OrtoolsRenderer(Renderer):
     # ---- objective and solve -----------------------------------------------------------------------
 
     def objective(self, o: ObjectivePlan) -> list[str]:
-        expr = self.objective_expr(o)
-        if self.backend == "cp-sat":
-            call = "model.Maximize" if self.maximize(o) else "model.Minimize"
-        elif self.backend == "mathopt":
-            call = "model.maximize" if self.maximize(o) else "model.minimize"
-        else:
-            call = "solver.Maximize" if self.maximize(o) else "solver.Minimize"
-        return multiline_call(f"{call}(", expr)
+        owner = "model" if self.backend == "cp-sat" else "solver"
+        return multiline_call(f"{owner}.{'Maximize' if self.maximize(o) else 'Minimize'}(", self.objective_expr(o))
 
     def solve_lines(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
@@ -127,20 +118,6 @@ class OrtoolsRenderer(Renderer):
                 '    print("The model is infeasible")',
                 "else:",
                 '    print("Solver stopped with status", solver.StatusName(status))',
-            ]
-        if self.backend == "mathopt":
-            gap = ["params = mathopt.SolveParameters(relative_gap_tolerance=1e-9)  # prove optimality"] if p.is_mip else []
-            call = "mathopt.solve(model, mathopt.SolverType.GSCIP" + (", params=params)" if gap else ")")
-            return [
-                *gap,
-                f"result = {call}  # SCIP solves the convex quadratic objective",
-                "",
-                "if result.termination.reason == mathopt.TerminationReason.OPTIMAL:",
-                '    print("Optimal objective:", result.objective_value())',
-                "elif result.termination.reason == mathopt.TerminationReason.INFEASIBLE:",
-                '    print("The model is infeasible")',
-                "else:",
-                '    print("Solver stopped:", result.termination.reason.name)',
             ]
         gap = []
         if p.is_mip:
