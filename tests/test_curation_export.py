@@ -40,8 +40,9 @@ REASONING = ("Let x be the amount of each option. We minimise the total cost sub
 
 def _attempt(problem_id: str, code: str, policy: str = "reference", response: str = "", index: int = 0) -> Attempt:
     aid = hashlib.sha256(f"{problem_id}|{policy}|{index}".encode()).hexdigest()[:16]
+    # A reference attempt stores the bare program as its response, as run-round does.
     return Attempt(attempt_id=aid, problem_id=problem_id, policy=policy, api="gurobipy", code=code,
-                   response=response or f"```python\n{code}\n```", sample_index=index,
+                   response=response or code, sample_index=index,
                    label_source="generator" if policy == "reference" else "teacher")
 
 
@@ -204,8 +205,10 @@ def test_split_is_by_problem_and_mixture_applies(sft: tuple[Path, dict]) -> None
         assert r["source"] in ("generator", "teacher")
     teacher = [r for r in train + val if r["policy"] == "teacher"]
     assert teacher and teacher[0]["messages"][1]["content"].startswith("Let x be")
-    reference = [r for r in train + val if r["policy"] == "reference"]
-    assert "```python\n" in reference[0]["messages"][1]["content"]
+    reference = [r for r in train + val if r["policy"] == "reference" and r["family"] == "diet"]
+    answer = reference[0]["messages"][1]["content"]
+    # No reasoning in a bare program: the assistant turn is the verified formulation, then the fenced program.
+    assert answer.startswith("Model diet") and "\n\n```python\n" in answer and "gurobipy" in answer
     jsonl = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines()]
     assert jsonl == train  # the JSONL twin holds the same rows
 

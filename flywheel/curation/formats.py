@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from solvers.errors import unknown_name
-from solvers.ir import number_text
 
 # A response "holds reasoning" when, with its code blocks removed, at least this many words remain: enough for a
 # sentence or two of modelling explanation rather than a bare "Here is the code:".
@@ -22,8 +21,14 @@ _CODE_BLOCK = re.compile(r"```.*?```", re.S)
 Row = Mapping[str, Any]
 
 
-def holds_reasoning(response: str) -> bool:
-    return len(_CODE_BLOCK.sub(" ", response or "").split()) >= MIN_REASONING_WORDS
+def holds_reasoning(response: str, code: str = "") -> bool:
+    """Whether ``response`` says something besides its program: fenced blocks and the extracted code are removed
+    first, so a bare program (a generator's reference attempt stores the program itself as its response) is not
+    mistaken for reasoning."""
+    text = _CODE_BLOCK.sub(" ", response or "")
+    if code.strip():
+        text = text.replace(code.strip(), " ")
+    return len(text.split()) >= MIN_REASONING_WORDS
 
 
 def code_block(code: str) -> str:
@@ -33,7 +38,7 @@ def code_block(code: str) -> str:
 def assistant_text(row: Row) -> str:
     """The policy's own response if it reasons; otherwise the verified formulation followed by the code."""
     response = row.get("response") or ""
-    if holds_reasoning(response):
+    if holds_reasoning(response, row.get("code") or ""):
         return response.strip()
     formulation = (row.get("formulation") or "").strip()
     parts = [formulation] if formulation else []
@@ -47,7 +52,8 @@ def result_sentence(row: Row) -> str:
     solver = " ".join(x for x in (row.get("solver"), row.get("solver_version")) if x)
     ran = f"Running the program with {solver}" if solver else "Running the program"
     if status == "optimal" and row.get("gt_objective") is not None:
-        return (f"{ran} gives an optimal objective value of {number_text(float(row['gt_objective']))}, which two "
+        # 10 significant digits: the solvers agree to 1e-6 relative, so further digits are noise, not information.
+        return (f"{ran} gives an optimal objective value of {float(row['gt_objective']):.10g}, which two "
                 "independent solvers confirmed when the problem was generated.")
     if status == "infeasible":
         return f"{ran} proves the model infeasible, as two independent solvers confirmed: no plan meets every constraint."
