@@ -53,7 +53,7 @@ def _gen_text(g: Gen) -> str:
 
 def formulation_text(model: Model) -> str:
     """Five sections, each a heading followed by indented lines; deterministic for a given model."""
-    p = plan(model)
+    p = plan(model, for_program=False)
     math = _Math()
     scalars = {g.ident for g in p.var_groups if g.scalar}
     out = [f"Model {model.name} ({model.problem_class})", "", "Sets:"]

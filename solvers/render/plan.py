@@ -294,30 +294,33 @@ class Plan:
         return lines
 
 
-_RECENT: dict[int, tuple[Model, Plan]] = {}
+_RECENT: dict[tuple[int, bool], tuple[Model, Plan]] = {}
 _RECENT_MAX = 16
 
 
-def plan(model: Model) -> Plan:
+def plan(model: Model, for_program: bool = True) -> Plan:
     """Read the IR into a renderable plan (identifiers, data literals, templates or explicit rows).
 
-    A problem is rendered for five APIs and a formulation; the plan of the last few models is kept (keyed by
-    identity, with the model held so the id cannot be reused) so that the search runs once per model.
+    ``for_program`` keeps identifiers clear of the names a program uses itself (``open`` -> ``open_var``); a
+    formulation is not executed, so it passes False and keeps the IR's names. A problem is rendered for five
+    APIs and a formulation; the last few plans are kept (keyed by identity, with the model held so the id
+    cannot be reused) so that the search runs once per model.
     """
-    hit = _RECENT.get(id(model))
+    key = (id(model), for_program)
+    hit = _RECENT.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
-    result = _Planner(model).run()
+    result = _Planner(model, RESERVED if for_program else frozenset()).run()
     if len(_RECENT) >= _RECENT_MAX:
         _RECENT.pop(next(iter(_RECENT)))
-    _RECENT[id(model)] = (model, result)
+    _RECENT[key] = (model, result)
     return result
 
 
 class _Planner:
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, reserved: frozenset[str] = RESERVED) -> None:
         self.m = model
-        self.ns = Namespace()
+        self.ns = Namespace(reserved)
         self.extra: list[tuple[str, str, str]] = []
         self.set_elems = {s.name: s.elements for s in model.sets}
 
