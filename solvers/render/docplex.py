@@ -94,6 +94,8 @@ class DocplexRenderer(Renderer):
             "status = mdl.solve_details.status",
             "if solution is not None and \"optimal\" in status:",
             '    print("Optimal objective:", solution.objective_value)',
+            "    for v, value in solution.iter_var_values():",
+            '        print(f"  {v.name} = {value:g}")',
             "elif \"infeasible\" in status:",
             '    print("The model is infeasible:", status)',
             "elif \"unbounded\" in status:",

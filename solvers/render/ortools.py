@@ -47,7 +47,8 @@ class OrtoolsRenderer(Renderer):
 
     def imports(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
-            return ["from ortools.sat.python import cp_model"]
+            chain = ["import itertools", ""] if len(p.var_groups) > 1 else []
+            return [*chain, "from ortools.sat.python import cp_model"]
         needs_inf = any("INF__" in literal for _, literal, _ in p.extra_data)
         return [*(["import math", ""] if needs_inf else []), "from ortools.linear_solver import pywraplp"]
 
@@ -108,12 +109,17 @@ class OrtoolsRenderer(Renderer):
 
     def solve_lines(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
+            groups = ", ".join(f"[{g.ident}]" if g.scalar else f"{g.ident}.values()" for g in p.var_groups)
             return [
                 "solver = cp_model.CpSolver()",
                 "status = solver.Solve(model)",
                 "",
                 "if status == cp_model.OPTIMAL:",
                 '    print("Optimal objective:", solver.ObjectiveValue())',
+                f"    for v in itertools.chain({groups}):" if len(p.var_groups) > 1 else
+                f"    for v in {groups}:",
+                "        if solver.Value(v):",
+                '            print(f"  {v.Name()} = {solver.Value(v)}")',
                 "elif status == cp_model.INFEASIBLE:",
                 '    print("The model is infeasible")',
                 "else:",
@@ -129,6 +135,9 @@ class OrtoolsRenderer(Renderer):
             "",
             "if status == pywraplp.Solver.OPTIMAL:",
             '    print("Optimal objective:", solver.Objective().Value())',
+            "    for v in solver.variables():",
+            "        if abs(v.solution_value()) > 1e-9:",
+            '            print(f"  {v.name()} = {v.solution_value():g}")',
             "elif status == pywraplp.Solver.INFEASIBLE:",
             '    print("The model is infeasible")',
             "elif status == pywraplp.Solver.UNBOUNDED:",
