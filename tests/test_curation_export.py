@@ -267,3 +267,26 @@ def test_stats_pass_rates_and_failure_taxonomy(store_path: Path, capsys, monkeyp
     assert failures == [("diet", "contract:objective_matches", 1)]
     code, out, _ = flywheel_here(capsys, monkeypatch, "stats", "--store", str(store_path))
     assert code == 0 and "pass rates" in out and "failure taxonomy" in out
+
+
+@pytest.mark.slow
+def test_export_from_a_real_round(tmp_path: Path, capsys, monkeypatch) -> None:
+    """run-round (real generators, ground truth, sandbox, contracts) -> export -> shard: the stages fit together."""
+    store = tmp_path / "store"
+    code, _, err = flywheel_here(capsys, monkeypatch, "run-round", "--store", str(store), "--problems", "4",
+                                 "--families", "diet,production_planning", "--seed", "11", "--workers", "2")
+    assert code == 0, err
+    code, out, err = flywheel_here(capsys, monkeypatch, "export", "--stage", "sft", "--out", str(tmp_path / "sft"),
+                                   "--store", str(store), "--benchmark", str(SHARED / "nl4opt"), "--format", "json")
+    assert code == 0, err
+    manifest = json.loads(out)
+    with Store.open(store, create=False) as st:
+        accepted = st.scalar("SELECT count(*) FROM samples WHERE accepted")
+    assert accepted >= 1 and manifest["counts"]["selected"] == accepted
+    rows = [*pq.read_table(tmp_path / "sft" / "train.parquet").to_pylist(),
+            *pq.read_table(tmp_path / "sft" / "val.parquet").to_pylist()]
+    assert len(rows) == manifest["counts"]["train"] + manifest["counts"]["val"] >= 1
+    for r in rows:
+        user, assistant = r["messages"]
+        assert user["role"] == "user" and user["content"]
+        assert assistant["content"].startswith(f"Model {r['family']}") and "```python\n" in assistant["content"]
