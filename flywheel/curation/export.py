@@ -156,6 +156,12 @@ def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], Non
         if req.suite not in suites:
             raise unknown_name("contract suite (in this store's verdicts)", req.suite, suites)
 
+    # The export ends by writing shards/clusters rows; a store another process is writing would refuse them only
+    # after all the work, so ask for the writer lock now and fail fast (it is released at once: a round may
+    # continue while the export reads its snapshot).
+    with store.lock():
+        pass
+
     say("selecting samples")
     sql, params = selection_sql(req)
     rows = store.query(sql, params).to_pylist()
