@@ -40,6 +40,16 @@ def imported_modules(code: str) -> set[str]:
     return out
 
 
+_CALLBACKS = re.compile(r"cbLazy|cbCut|LazyConstraints|\.optimize\(\s*[A-Za-z_]|setCallback|CallbackBase|"
+                        r"cb_lazy|register_callback|LazyConstraintCallback")
+
+
+def uses_callbacks(code: str) -> bool:
+    """Does the program add constraints from solver callbacks? Then the model it handed the solver (and that the
+    sandbox captured) is not the whole model: lazy cuts live only in the callback."""
+    return bool(_CALLBACKS.search(code))
+
+
 def question_numbers(text: str) -> set[float]:
     """Every number a question states; a percentage counts both as written (15) and as a fraction (0.15), and
     "4 million" both as 4 and as 4e6."""

@@ -27,8 +27,10 @@ from solvers.records import Attempt, ExecStatus, Execution, canonical_json, cont
 Executor = Callable[[Sequence[Attempt]], list[Execution]]
 
 ACCEPTED, REJECTED, DISPUTED = "accepted", "rejected", "disputed"
-# The sandbox itself failed (not the program): nothing after execution can be judged, nothing is held against it.
+# The sandbox failed or the solver licence refused the model (not the program's doing): nothing after execution
+# can be judged, and nothing is held against the sample.
 INFRA_ERROR = "infra_error"
+NOT_THE_PROGRAM = {ExecStatus.SANDBOX_ERROR, ExecStatus.LICENSE_LIMIT}
 
 
 @dataclass
@@ -182,10 +184,11 @@ def _with_extracted_code(sample: Sample) -> Sample:
 
 def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx) -> None:
     ex = result.sample.execution
-    if contracts and contracts[0].stage == Stage.AFTER and ex is not None and ex.status == ExecStatus.SANDBOX_ERROR:
+    if contracts and contracts[0].stage == Stage.AFTER and ex is not None and ex.status in NOT_THE_PROGRAM:
         result.status = INFRA_ERROR
         for c in contracts:
-            _record(result, c, Verdict.skipped(f"sandbox error: {ex.error}", sandbox_error=True), 0.0, ctx)
+            _record(result, c, Verdict.skipped(f"{ex.status.value}: {ex.error}", not_the_program=ex.status.value),
+                    0.0, ctx)
         return
     for c in contracts:
         if result.status == REJECTED:

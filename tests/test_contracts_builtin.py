@@ -184,3 +184,26 @@ def test_sanity(problem) -> None:  # noqa: ANN001
     assert check("sanity", make_sample(problem, response=FENCED)).outcome == Outcome.PASS
     for bad in (FENCED + "<|im_end|>", FENCED.replace("m.optimize()", "# TODO: solve"), "短" * 200 + FENCED, "x"):
         assert check("sanity", make_sample(problem, response=bad)).outcome == Outcome.FAIL, bad[:30]
+
+
+def test_partial_or_unreadable_captured_models_are_skipped_not_judged(problem) -> None:  # noqa: ANN001
+    """Lazy constraints from callbacks never reach the captured model, and indicator / quadratic-constraint
+    sections are beyond the reader: comparing such a model would accuse a correct program, so both skip."""
+    callback_code = "m.Params.LazyConstraints = 1\nm.optimize(subtour_cb)\n"
+    for name in ("cross_solver", "structurally_equivalent"):
+        v = check(name, make_sample(problem, code=callback_code))
+        assert v.outcome == Outcome.SKIP and "callbacks" in v.message
+    mps = problem.ir.to_mps().replace("ENDATA", "INDICATORS\n IF capacity_Flour make_Bread 1\nENDATA")
+    with_ind = make_sample(problem, solves=(reference_solve(problem, model_mps=mps),))
+    for name in ("cross_solver", "structurally_equivalent"):
+        v = check(name, with_ind)
+        assert v.outcome == Outcome.SKIP and "INDICATORS" in v.message
+
+
+def test_licence_limits_are_not_held_against_the_program(problem) -> None:  # noqa: ANN001
+    from contracts.engine import INFRA_ERROR
+
+    s = make_sample(problem, code="import gurobipy\n", solves=(), status=ExecStatus.LICENSE_LIMIT)
+    assert check("executes", s).outcome == Outcome.SKIP
+    report = run_suite(Suite.of("s", "executes", "solve_called"), [s])
+    assert report.results[0].status == INFRA_ERROR and report.summary()["rejected"] == 0

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.api import Verdict, contract
+from contracts.codefacts import uses_callbacks
 from contracts.equivalence import read_mps
 from contracts.equivalence.canonical import canonicalize
+from contracts.equivalence.mps import UnsupportedModelError
 from contracts.equivalence.semantic import map_variables, solve
 from contracts.equivalence.stdform import from_ir, normalize_name
 from contracts.sample import Sample
@@ -96,7 +98,11 @@ def reference_solution(ir: Model, solve_: SolveCall) -> dict[str, float] | None:
         return out
     if not solve_.model_mps:
         return None
-    ref, cand = canonicalize(from_ir(ir)).model, canonicalize(read_mps(solve_.model_mps)).model
+    try:
+        cand = canonicalize(read_mps(solve_.model_mps)).model
+    except UnsupportedModelError:
+        return None
+    ref = canonicalize(from_ir(ir)).model
     mapping = map_variables(ref, cand)
     values = {normalize_name(k): v for k, v in solve_.solution.items()}
     out = {}
@@ -146,7 +152,12 @@ def cross_solver(sample: Sample, rule: str) -> Verdict:
         return Verdict.skipped("no captured model")
     if solve_.objective is None:
         return Verdict.skipped("the program's solver reported no objective")
-    std = read_mps(solve_.model_mps)
+    if uses_callbacks(sample.code):
+        return Verdict.skipped("the program adds constraints in solver callbacks: the captured model is partial")
+    try:
+        std = read_mps(solve_.model_mps)
+    except UnsupportedModelError as exc:
+        return Verdict.skipped(f"captured model not checkable: {exc.message}")
     maximize = solve_.sense == "maximize" if solve_.sense else std.maximize
     if "highs" in (solve_.solver or "").lower():
         second, status, value = "gurobi", *_gurobi_objective(solve_.model_mps)
@@ -154,6 +165,8 @@ def cross_solver(sample: Sample, rule: str) -> Verdict:
             value = -value  # the writer negated a maximisation into a minimisation (docplex does)
     else:
         second = "highs"
+        if std.quad and any(std.integer):
+            return Verdict.skipped("HiGHS cannot solve a mixed-integer quadratic model", first_solver=solve_.solver)
         res = solve(canonicalize(std).model)
         status, value = res.status, res.value
         if value is not None:
@@ -162,7 +175,10 @@ def cross_solver(sample: Sample, rule: str) -> Verdict:
     ev: dict[str, Any] = {"second_solver": second, "second_status": status, "second_objective": value,
                           "first_solver": solve_.solver, "first_objective": solve_.objective}
     # The objective compared is the one the solver itself reported for this very model (captured, not printed),
-    # so a mismatch is two solvers disagreeing: a dispute for a person to look at, not the program's failure.
+    # so a definite mismatch is two solvers disagreeing: a dispute for a person to look at, not the program's
+    # failure. A second solver that stops without a verdict (time limit) decides nothing.
+    if status not in ("optimal", "infeasible", "unbounded"):
+        return Verdict.skipped(f"{second} reached no verdict ({status})", **ev)
     if status != "optimal" or value is None:
         return Verdict.disputed("solver_disagreement", f"{second} finds {status} on the captured model", **ev)
     cmp = compare(solve_.objective, value, rule, solve_.mip_gap)

@@ -11,6 +11,8 @@ from solvers.records import ExecStatus
 
 # Statuses where the program ran to completion (infeasible and unbounded are solver answers; a program that never
 # called a solver also ran, and solve_called is the contract that says what is wrong with it).
+# The sandbox failed, or the solver's size-limited licence refused the model: nothing to hold against the program.
+NOT_THE_PROGRAM = {ExecStatus.SANDBOX_ERROR, ExecStatus.LICENSE_LIMIT}
 RAN = {ExecStatus.OK, ExecStatus.SOLVER_INFEASIBLE, ExecStatus.SOLVER_UNBOUNDED, ExecStatus.NO_SOLVE_CALL}
 
 
@@ -20,8 +22,8 @@ def executes(sample: Sample) -> Verdict:
     ex = sample.execution
     if ex is None:
         return Verdict.skipped("not executed")
-    if ex.status == ExecStatus.SANDBOX_ERROR:
-        return Verdict.skipped(f"sandbox error: {ex.error}", status=ex.status.value)
+    if ex.status in NOT_THE_PROGRAM:
+        return Verdict.skipped(f"{ex.status.value}: {ex.error}", status=ex.status.value)
     if ex.status in RAN:
         return Verdict.passed(f"ran: {ex.status.value}", status=ex.status.value, wall_s=ex.wall_s)
     return Verdict.failed(f"{ex.status.value}: {ex.error}", status=ex.status.value, error=ex.error,

@@ -41,7 +41,9 @@ def sanity(sample: Sample, min_chars: int, max_chars: int, max_non_latin_share: 
     problems: list[str] = []
     if not min_chars <= len(text) <= max_chars:
         problems.append(f"length {len(text)} outside [{min_chars}, {max_chars}]")
-    letters = [c for c in text if c.isalpha()]
+    # Language is judged on the prose (comments in another script do not make a program unusable).
+    prose = _prose(sample.attempt.response) if sample.attempt.response else ""
+    letters = [c for c in prose if c.isalpha()]
     non_latin = sum(ord(c) > 0x24F for c in letters) / len(letters) if letters else 0.0
     if non_latin > max_non_latin_share:
         problems.append(f"{non_latin:.0%} of letters are not Latin script")
@@ -57,6 +59,12 @@ def sanity(sample: Sample, min_chars: int, max_chars: int, max_non_latin_share: 
     if problems:
         return Verdict.failed("; ".join(problems), problems=problems, non_latin_share=round(non_latin, 4))
     return Verdict.passed("sane", chars=len(text), non_latin_share=round(non_latin, 4))
+
+
+def _prose(text: str) -> str:
+    for _, body in code_blocks(text):
+        text = text.replace(body, "")
+    return text
 
 
 @contract(stage="before_execution", severity="warn", cost=0.02, min_reasoning_chars=40, headings=())

@@ -6,8 +6,17 @@ from __future__ import annotations
 import re
 
 from contracts.api import Verdict, contract
-from contracts.codefacts import TRIVIAL, code_literals, contains_number, derivable, is_big_m, question_numbers
+from contracts.codefacts import (
+    TRIVIAL,
+    code_literals,
+    contains_number,
+    derivable,
+    is_big_m,
+    question_numbers,
+    uses_callbacks,
+)
 from contracts.equivalence import compare_models, read_mps
+from contracts.equivalence.mps import UnsupportedModelError
 from contracts.extract import code_blocks
 from contracts.sample import Sample
 
@@ -22,7 +31,12 @@ def structurally_equivalent(sample: Sample, layers: tuple[str, ...] | list[str])
         return Verdict.skipped("no reference model")
     if solve_ is None or not solve_.model_mps:
         return Verdict.skipped("no captured model")
-    res = compare_models(ir, solve_.model_mps, layers=tuple(layers))
+    if uses_callbacks(sample.code):
+        return Verdict.skipped("the program adds constraints in solver callbacks: the captured model is partial")
+    try:
+        res = compare_models(ir, solve_.model_mps, layers=tuple(layers))
+    except UnsupportedModelError as exc:
+        return Verdict.skipped(f"captured model not checkable: {exc.message}")
     ev = {"layer": res.layer, "reason": res.reason, **res.evidence}
     if res.equivalent:
         return Verdict.passed(f"equivalent ({res.layer}): {res.reason}", **ev)
@@ -89,7 +103,10 @@ def cot_consistent(sample: Sample) -> Verdict:
         return Verdict.skipped("no captured model")
     sense = solve_.sense
     if sense is None and solve_.model_mps:
-        sense = "maximize" if read_mps(solve_.model_mps).maximize else "minimize"
+        try:
+            sense = "maximize" if read_mps(solve_.model_mps).maximize else "minimize"
+        except UnsupportedModelError:
+            sense = None
     stated: dict[str, object] = {}
     conflicts: list[str] = []
     n_max, n_min = len(_MAX.findall(reasoning)), len(_MIN.findall(reasoning))

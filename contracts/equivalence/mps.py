@@ -9,8 +9,15 @@ from __future__ import annotations
 from contracts.equivalence.stdform import INF, StdModel
 from solvers.errors import ModelError
 
-_SECTIONS = {"NAME", "OBJSENSE", "OBJSENSE MAX", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "QUADOBJ",
-             "QMATRIX", "QSECTION", "ENDATA", "OBJNAME", "SOS", "QCMATRIX", "INDICATORS"}
+_SECTIONS = {"NAME", "OBJSENSE", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "QUADOBJ", "QMATRIX", "QSECTION",
+             "ENDATA", "OBJNAME"}
+# Sections that change the feasible set in ways this reader does not model: refusing beats comparing a wrong model.
+UNSUPPORTED = {"QCMATRIX", "INDICATORS", "GENCONS", "SOS", "PWLOBJ", "CSECTION", "USERCUTS", "LAZYCONS",
+               "SEMICONT", "OBJSENSEMULTI"}
+
+
+class UnsupportedModelError(ModelError):
+    """The MPS uses a feature (quadratic constraints, indicators, general constraints, SOS) the checker cannot read."""
 
 
 def read_mps(text: str, sense: str | None = None) -> StdModel:
@@ -52,7 +59,9 @@ def read_mps(text: str, sense: str | None = None) -> StdModel:
             continue
         tokens = raw.split()
         head = tokens[0].upper()
-        if not raw[0].isspace() and head in {s.split()[0] for s in _SECTIONS}:
+        if not raw[0].isspace():
+            if head in UNSUPPORTED or head not in _SECTIONS:
+                raise UnsupportedModelError(f"MPS section {head} is not supported", culprit="captured model")
             section = head
             if head == "OBJSENSE" and len(tokens) > 1:
                 maximize = tokens[1].upper().startswith("MAX")
@@ -89,6 +98,8 @@ def read_mps(text: str, sense: str | None = None) -> StdModel:
                 elif rname in row_index:
                     (rhs if section == "RHS" else ranges)[row_index[rname]] = val
         elif section == "BOUNDS":
+            if head == "SC":
+                raise UnsupportedModelError("semi-continuous bounds are not supported", culprit="captured model")
             _bound(tokens, col, integer, lb, ub, explicit_bounds)
         elif section in ("QUADOBJ", "QMATRIX", "QSECTION"):
             i, j, val = col(tokens[0]), col(tokens[1]), float(tokens[2])
