@@ -27,23 +27,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results"
 
-STEPS, ROWS, SEQ = 30, 8, 256
+STEPS, ROWS, SEQ = 12, 8, 128
 
 
-def _recipe(data: Path, out: Path, table: str):  # noqa: ANN202
+def _recipe(data: Path, out: Path, table: str, dtype: str):  # noqa: ANN202
     from training.config import load_recipe
 
     return load_recipe("cpt", {"data.sources": [{"path": str(data / "cpt"), "name": "cpt"}], "train.steps": STEPS,
                                "train.batch_rows": ROWS, "train.micro_batch": ROWS, "data.seq_len": SEQ,
-                               "train.dtype": "bf16", "train.eval_every": 0, "train.save_every": 0,
+                               "train.dtype": dtype, "train.eval_every": 0, "train.save_every": 0,
                                "train.warmup_steps": 5, "tokenizer.vocab_size": 1024, "kernels.table": table or None,
                                "name": out.name})
 
 
-def arm_flywheel(data: Path, out: Path, table: str) -> dict:
+def arm_flywheel(data: Path, out: Path, table: str, dtype: str) -> dict:
     from training.launch import launch
 
-    launch(_recipe(data, out, table), out)
+    launch(_recipe(data, out, table, dtype), out)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "loss" in r]
     config = json.loads((out / "config.json").read_text())
@@ -52,7 +52,7 @@ def arm_flywheel(data: Path, out: Path, table: str) -> dict:
             "peak_flops": config["peak_flops"], "peak_source": config["peak_source"]}
 
 
-def arm_plain(data: Path, out: Path, tokenizer_dir: Path) -> dict:
+def arm_plain(data: Path, out: Path, tokenizer_dir: Path, dtype: str) -> dict:
     import torch
 
     from training.data import Mixture, load_source
@@ -61,7 +61,7 @@ def arm_plain(data: Path, out: Path, tokenizer_dir: Path) -> dict:
     from training.tokenizer import load_tokenizer
     from training.trainer import lr_lambda
 
-    recipe = _recipe(data, out, "")
+    recipe = _recipe(data, out, "", dtype)
     tok = load_tokenizer(tokenizer_dir)
     src = load_source(str(data / "cpt"), "cpt", 1.0, tok, SEQ, 8)
     mixture = Mixture([src], recipe.train.seed)
@@ -76,7 +76,7 @@ def arm_plain(data: Path, out: Path, tokenizer_dir: Path) -> dict:
         t0 = time.perf_counter()
         batch = mixture.next_batch(step, ROWS)
         labels = batch.input_ids.masked_fill(batch.input_ids == tok.pad_token_id, -100)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
             loss = model(input_ids=batch.input_ids, labels=labels, use_cache=False).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.train.grad_clip)
@@ -86,14 +86,15 @@ def arm_plain(data: Path, out: Path, tokenizer_dir: Path) -> dict:
         times.append(time.perf_counter() - t0)
         losses.append(float(loss))
     return {"loss": losses, "step_s": times, "tokens_per_step": ROWS * SEQ,
-            "flops_per_token": flops_per_token(model, SEQ), "peak_flops": measure_cpu_peak(torch.bfloat16),
-            "peak_source": "measured:cpu-bfloat16-matmul"}
+            "flops_per_token": flops_per_token(model, SEQ),
+            "peak_flops": measure_cpu_peak(torch.bfloat16 if dtype == "bf16" else torch.float32),
+            "peak_source": f"measured:cpu-{dtype}-matmul"}
 
 
 def _child(args: argparse.Namespace) -> None:
     data, out = Path(args.data), Path(args.out)
-    result = (arm_plain(data, out, Path(args.tokenizer)) if args.arm == "plain"
-              else arm_flywheel(data, out, args.kernels_table))
+    result = (arm_plain(data, out, Path(args.tokenizer), args.dtype) if args.arm == "plain"
+              else arm_flywheel(data, out, args.kernels_table, args.dtype))
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(args.result).write_text(json.dumps(result))
 
@@ -111,6 +112,8 @@ def main() -> None:
     parser.add_argument("--result", default="")
     parser.add_argument("--tokenizer", default="")
     parser.add_argument("--kernels-table", default="")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16",
+                        help="bf16 autocast (the issue's setting) or fp32 (this CPU has no bf16 matmul units)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-train"))
     args = parser.parse_args()
     if args.arm:
@@ -127,12 +130,12 @@ def main() -> None:
     if not (data / "cpt" / "train.parquet").is_file():
         write_problem_shards(data, n_train=200, n_val=16, seed=5)
     results = {}
-    fly_out = work / "flywheel"
+    fly_out = work / f"flywheel-{args.dtype}"
     for arm in ("flywheel", "plain"):  # flywheel first: it trains the tokenizer the plain arm then reuses
-        res_file = work / f"{arm}.json"
-        cmd = [sys.executable, __file__, "--arm", arm, "--data", str(data), "--out", str(work / arm),
+        res_file = work / f"{arm}-{args.dtype}.json"
+        cmd = [sys.executable, __file__, "--arm", arm, "--data", str(data), "--out", str(work / f"{arm}-{args.dtype}"),
                "--result", str(res_file), "--tokenizer", str(fly_out / "tokenizer"),
-               "--kernels-table", args.kernels_table]
+               "--kernels-table", args.kernels_table, "--dtype", args.dtype]
         subprocess.run(cmd, check=True, cwd=ROOT)
         results[arm] = json.loads(res_file.read_text())
     summary = {}
@@ -147,14 +150,15 @@ def main() -> None:
         print(f"{arm:10s} {s['tokens_per_s']:10.0f} {100 * s['mfu']:8.3f} {s['peak_rss_mb']:12.0f} "
               f"{s['final_loss']:10.4f}")
     print(f"flywheel / plain tokens/s: {ratio:.2f}x  (median over steps 2..{STEPS}; contended 2-core CPU)")
-    _plot(results, RESULTS / "train_curves.png")
+    suffix = "" if args.dtype == "bf16" else f"_{args.dtype}"
+    _plot(results, RESULTS / f"train_curves{suffix}.png")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "train.json").write_text(json.dumps({
+    (RESULTS / f"train{suffix}.json").write_text(json.dumps({
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpu": _cpu_model(), "cores": _cores(), "python": platform.python_version(),
                     "torch": torch.__version__, "transformers": transformers.__version__,
-                    "tokenizers": tokenizers.__version__},
-        "setup": {"model": "qwen3_moe_tiny", "dtype": "bf16", "steps": STEPS, "rows": ROWS, "seq_len": SEQ,
+                    "tokenizers": tokenizers.__version__, "bf16_matmul_hw": _bf16_hw()},
+        "setup": {"model": "qwen3_moe_tiny", "dtype": args.dtype, "steps": STEPS, "rows": ROWS, "seq_len": SEQ,
                   "kernels_table": args.kernels_table or None},
         "note": "shared 2-core machine with other engineers' jobs running: absolute figures are contended",
         "summary": summary, "speedup_tokens_per_s": ratio,
@@ -189,6 +193,15 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor()
+
+
+def _bf16_hw() -> bool:
+    """Does the CPU have bf16 matmul instructions? Without them torch emulates bf16 and it is far slower than fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _cores() -> int:

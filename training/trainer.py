@@ -152,7 +152,9 @@ class Trainer:
             from kernels import apply  # type: ignore[attr-defined]
         except ImportError:
             raise ConfigError("kernels.apply is not available in this checkout", culprit="kernels.table") from None
-        apply(self.model, table=table)
+        patched = apply(self.model, table=table, device=self.device.name)
+        if self.world.main and not self.quiet:
+            print(f"kernels: patched {patched} from {table}")
 
     def _write_config(self) -> None:
         info = {"recipe": self.recipe.model_dump(mode="json"), "device": self.device.name, "world": self.world.size,
