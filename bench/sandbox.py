@@ -7,6 +7,7 @@ time; (b) the sandbox with full isolation (bubblewrap where available, uid drop,
 counted (the child-measured ``exec_s``, summed, over 2 workers): how close the sandbox's overhead gets to zero.
 
     .venv/bin/python bench/sandbox.py [--programs 204] [--naive-sample 60]
+    .venv/bin/python bench/sandbox.py --soak 10000   # flat parent memory, no leftover processes
 
 The naive run is sampled (the first ``--naive-sample`` programs: the corpus cycles through the kinds) because at 1-3 s per program it
 dominates the benchmark's wall time; its rate is per-program, so a sample measures it fairly.
@@ -197,6 +198,43 @@ def run_sandbox(programs: list[Program], parallel: int) -> dict:
             "own_exec_s_total": own, "limit_programs_per_s": len(programs) / (own / parallel)}
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS")) / 1024
+
+
+def soak(n: int, parallel: int) -> dict:
+    """n programs through one run_batch: parent memory at checkpoints, leftover program processes at the end."""
+    from solvers.sandbox import run_batch
+    from solvers.sandbox.pool import shared_pool, slot_uid
+
+    config = SandboxConfig(timeout_s=30, preload=("gurobipy",))
+    small = "import gurobipy as gp\nm = gp.Model()\nx = m.addVar(ub={k})\nm.setObjective(x, -1)\nm.optimize()\n"
+    programs = (Program(program_id=f"soak-{i}", code=small.format(k=i % 7 + 1) if i % 3 else f"print({i})")
+                for i in range(n))
+    rss, statuses, t0 = [], {}, time.perf_counter()
+    for i, e in enumerate(run_batch(programs, config, workers=parallel)):
+        statuses[str(e.status)] = statuses.get(str(e.status), 0) + 1
+        if i % max(1, n // 20) == 0:
+            rss.append(round(_rss_mb(), 1))
+    wall = time.perf_counter() - t0
+    pool = shared_pool(config, parallel)
+    uids = {slot_uid(config, i) for i in range(parallel)}
+    pool.close()
+    time.sleep(1.0)
+    leftovers = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    uid = next(int(line.split()[1]) for line in fh if line.startswith("Uid:"))
+            except (OSError, StopIteration):
+                continue
+            leftovers += uid in uids
+    return {"programs": n, "wall_s": wall, "programs_per_s": n / wall, "statuses": statuses,
+            "parent_rss_mb_checkpoints": rss, "leftover_processes": leftovers}
+
+
 def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
@@ -215,7 +253,14 @@ def main() -> None:
     ap.add_argument("--programs", type=int, default=204)
     ap.add_argument("--naive-sample", type=int, default=60)
     ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--soak", type=int, default=0, help="instead: a soak of this many programs")
     args = ap.parse_args()
+    if args.soak:
+        result = soak(args.soak, args.parallel) | {"date": datetime.datetime.now(datetime.UTC).isoformat(),
+                                                   "machine": machine()}
+        print(json.dumps({k: v for k, v in result.items() if k != "machine"}))
+        (Path(__file__).resolve().parent / "results" / "sandbox_soak.json").write_text(json.dumps(result, indent=2))
+        return
     programs = corpus(args.programs)
     info = machine()
     sandbox = run_sandbox(programs, args.parallel)

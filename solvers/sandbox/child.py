@@ -116,6 +116,10 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
                 fh.write(text)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(program.code)
+        if config.solver_threads > 0 and "gurobi.env" not in program.files:
+            # Gurobi reads parameters from gurobi.env in the working directory: its default uses every core.
+            with open(os.path.join(workdir, "gurobi.env"), "w") as fh:
+                fh.write(f"Threads {config.solver_threads}\n")
         if not program.code.strip():
             send({"type": "done", "outcome": "no_code"})
             os._exit(0)
@@ -128,7 +132,7 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
         if not tree.body:
             send({"type": "done", "outcome": "no_code"})
             os._exit(0)
-        capture.configure(counter, workdir, config.capture_mps, config.max_solution_values)
+        capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
         _hide_sandbox_modules()
         sys.addaudithook(_make_audit(flags))
         module_name = "__main__" if program.entry is None else "__flywheel_program__"

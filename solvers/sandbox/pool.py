@@ -78,6 +78,8 @@ def bwrap_command(slot_cgroup: cgroups.SlotCgroup | None, licenses: dict[str, st
     if slot_cgroup is not None:
         for d in slot_cgroup.dirs:
             cmd += ["--bind", d, d]
+    if licenses:
+        cmd += ["--perms", "0755", "--dir", "/run/licenses"]  # bwrap would create it 0700: unreadable to programs
     for env_name, host_path in licenses.items():
         cmd += ["--ro-bind", host_path, f"/run/licenses/{env_name}"]
     cmd += ["--cap-drop", "ALL"]  # as root bwrap would otherwise keep every capability
@@ -332,21 +334,31 @@ class Pool:
             idle, self._idle = self._idle, []
         for w in idle:
             w.close()
-        self._spawner.shutdown(wait=False)
+        # The spawner thread is left to idle: a batch still running on an evicted pool may need a fresh worker.
 
 
 _pools: dict[tuple[str, int], Pool] = {}
 _pools_lock = threading.Lock()
 
 
+MAX_SHARED_POOLS = 2  # idle warm workers hold a few hundred MB each: keep only the most recently used pools
+
+
 def shared_pool(config: SandboxConfig, workers: int) -> Pool:
-    """One pool per (config, size) per process, reused across calls, closed at exit."""
+    """One pool per (config, size) per process, reused across calls, closed at exit (or when it becomes the least
+    recently used of more than MAX_SHARED_POOLS; a closed pool's in-flight batch still finishes)."""
     key = (config.model_dump_json(), workers)
+    evicted = []
     with _pools_lock:
-        pool = _pools.get(key)
+        pool = _pools.pop(key, None)
         if pool is None or pool.closed:
-            pool = _pools[key] = Pool(config, workers)
-        return pool
+            pool = Pool(config, workers)
+        _pools[key] = pool  # re-inserted last: dict order is the recency order
+        while len(_pools) > MAX_SHARED_POOLS:
+            evicted.append(_pools.pop(next(iter(_pools))))
+    for old in evicted:
+        old.close()
+    return pool
 
 
 def close_pools() -> None:

@@ -52,7 +52,7 @@ class SandboxConfig(BaseModel):
     output_cap_bytes: int = 64 * 1024  # stdout / stderr kept per stream; beyond it: truncated flag
     output_limit_bytes: int = 16 * 1024 * 1024  # total output beyond which the program is killed (output_limit)
     isolation: Literal["auto", "bwrap", "process"] = "auto"  # auto: bwrap when it works, else the process fallback
-    solver_threads: int = 1  # OMP / BLAS / solver threads
+    solver_threads: int = 1  # threads of BLAS / OpenMP, Gurobi (gurobi.env) and CP-SAT; 0: solvers' own defaults
     capture_mps: bool = True
     max_solution_values: int = 100_000
     license_files: dict[str, str] = Field(default_factory=dict)  # env var -> host licence file, mounted read-only

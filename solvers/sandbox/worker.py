@@ -41,7 +41,7 @@ def child_env(config: SandboxConfig, workdir: str, licenses: dict[str, str]) -> 
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin", "HOME": workdir,
            "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
            "PYTHONIOENCODING": "utf-8"}
-    env.update({k: str(config.solver_threads) for k in THREAD_VARS})
+    env.update({k: str(max(1, config.solver_threads)) for k in THREAD_VARS})
     env.update(licenses)
     env.update(config.extra_env)
     return env
@@ -61,7 +61,7 @@ class Worker:
 
     def preload(self) -> list[str]:
         for var in THREAD_VARS:
-            os.environ[var] = str(self.config.solver_threads)
+            os.environ[var] = str(max(1, self.config.solver_threads))
         capture.load_hook_modules()
         for name in self.config.preload:
             with contextlib.suppress(Exception):

@@ -29,7 +29,7 @@ from solvers.records import SolveStatus
 
 # Set by the sandbox child before user code runs: called with one dict per captured solve call.
 _state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000,
-                          "overhead_s": 0.0}
+                          "overhead_s": 0.0, "threads": 0}
 _guard = threading.local()
 
 
@@ -313,8 +313,9 @@ def load_hook_modules() -> None:
 
 
 def configure(sink: Callable[[dict[str, Any]], None] | None, mps_dir: str | None, capture_mps: bool,
-              max_solution: int) -> None:
-    _state.update(sink=sink, mps_dir=mps_dir, capture_mps=capture_mps, max_solution=max_solution, overhead_s=0.0)
+              max_solution: int, threads: int = 0) -> None:
+    _state.update(sink=sink, mps_dir=mps_dir, capture_mps=capture_mps, max_solution=max_solution, overhead_s=0.0,
+                  threads=threads)
 
 
 def overhead_s() -> float:

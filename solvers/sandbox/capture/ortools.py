@@ -124,7 +124,21 @@ def install_cp() -> None:
 
     for name in ("solve", "Solve"):
         if name in cp_model.CpSolver.__dict__:
-            patch(cp_model.CpSolver, name, wrap_solve("ortools", cp_model.CpSolver.__dict__[name], _describe_cp))
+            pinned = _pin_cp_workers(cp_model.CpSolver.__dict__[name])
+            patch(cp_model.CpSolver, name, wrap_solve("ortools", pinned, _describe_cp))
+
+
+def _pin_cp_workers(original: Any) -> Any:
+    """CP-SAT starts one worker per core by default; pin it to the sandbox's thread count unless the program
+    chose its own (num_workers != 0)."""
+
+    def solve(self: Any, *args: Any, **kwargs: Any) -> Any:
+        threads = _state.get("threads", 0)
+        if threads and self.parameters.num_workers == 0 and self.parameters.num_search_workers == 0:
+            self.parameters.num_workers = threads
+        return original(self, *args, **kwargs)
+
+    return solve
 
 
 @hook("ortools.mathopt", ("ortools.math_opt.python.solve", "ortools.math_opt.python.mathopt"))

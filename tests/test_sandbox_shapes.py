@@ -1,0 +1,71 @@
+"""Programs come in the shapes seen in the wild: plain scripts, ``if __name__ == "__main__":``, function-style
+``solve(...)`` called with given inputs (ComplexOR's convention), and a ``main()`` that is defined but never
+called. Plus the data-file and licence-file plumbing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solvers.records import ExecStatus
+from solvers.sandbox import Program, SandboxConfig, run_batch
+
+BODY = """
+import gurobipy as gp
+def build(cap, price):
+    m = gp.Model()
+    x = m.addVar(ub=cap, name="x")
+    m.setObjective(price * x, gp.GRB.MAXIMIZE)
+    m.optimize()
+    return m.ObjVal
+"""
+SHAPES = {
+    "script": BODY + "print(build(4, 2))\n",
+    "main_guard": BODY + "if __name__ == '__main__':\n    print(build(4, 2))\n",
+    "function_args_dict": BODY + "def solve(cap, price):\n    return build(cap, price)\n",
+    "function_args_list": BODY + "def solve(cap, price):\n    return build(cap, price)\n",
+    "uncalled_main": BODY + "def main():\n    print(build(4, 2))\n",
+    "data_file": BODY + "import json\nd = json.load(open('data/params.json'))\nprint(build(d['cap'], d['price']))\n",
+}
+CONFIG = SandboxConfig(timeout_s=30, preload=("gurobipy",))
+
+
+def test_every_shape_runs_and_is_captured() -> None:
+    programs = [
+        Program(program_id="script", code=SHAPES["script"]),
+        Program(program_id="main_guard", code=SHAPES["main_guard"]),
+        Program(program_id="function_args_dict", code=SHAPES["function_args_dict"], entry="solve",
+                args={"cap": 4, "price": 2}),
+        Program(program_id="function_args_list", code=SHAPES["function_args_list"], entry="solve", args=[4, 2]),
+        Program(program_id="uncalled_main", code=SHAPES["uncalled_main"]),
+        Program(program_id="data_file", code=SHAPES["data_file"], files={"data/params.json": '{"cap": 4, "price": 2}'}),
+        Program(program_id="missing_entry", code=BODY, entry="solve"),
+    ]
+    results = {e.program_id: e for e in run_batch(programs, CONFIG)}
+    for pid in ("script", "main_guard", "function_args_dict", "function_args_list", "uncalled_main", "data_file"):
+        e = results[pid]
+        assert e.status == ExecStatus.OK, (pid, e.error, e.stderr[-300:])
+        assert e.objective == 8.0 and len(e.solves) == 1, pid
+    assert results["function_args_dict"].returned == 8.0 and results["function_args_list"].returned == 8.0
+    # an entry the program does not define is a clear error, not a silent no-op
+    assert results["missing_entry"].status == ExecStatus.MODEL_BUILD_ERROR
+    assert "entry function 'solve'" in results["missing_entry"].error
+
+
+def test_licence_file_is_mounted_read_only(tmp_path: Path) -> None:
+    lic = tmp_path / "gurobi.lic"
+    lic.write_text("# a licence file the user owns\nLICENSEID=0\n")
+    lic.chmod(0o644)
+    code = """
+import os
+path = os.environ["GRB_LICENSE_FILE"]
+print(path, open(path).read().splitlines()[0])
+try:
+    open(path, "a").write("tamper")
+    print("WRITABLE")
+except OSError:
+    print("read-only")
+"""
+    config = CONFIG.model_copy(update={"license_files": {"GRB_LICENSE_FILE": str(lic)}, "preload": ()})
+    [e] = list(run_batch([Program(program_id="lic", code=code)], config))
+    assert "# a licence file the user owns" in e.stdout and "read-only" in e.stdout, (e.stdout, e.stderr)
+    assert lic.read_text().count("tamper") == 0
