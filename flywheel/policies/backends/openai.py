@@ -117,6 +117,8 @@ class OpenAIBackend(Backend):
                 last = _Failed(kind, msg[:300])
             except httpx.HTTPError as exc:
                 last = _Failed("connection", f"{type(exc).__name__}: {exc}"[:300])
+            except Exception as exc:  # anything else (TLS setup, a body we cannot encode): recorded, not raised
+                last = _Failed("backend", f"{type(exc).__name__}: {exc}"[:300])
             if last.kind not in RETRYABLE_KINDS and last.status not in (408, 409):
                 break
         assert last is not None
