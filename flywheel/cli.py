@@ -64,17 +64,19 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click's usage errors are handled inside; this is an internal fault
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+    except Exception as exc:
+        # Typer vendors its own click (typer._click), so usage errors are recognised by their class hierarchy
+        # rather than by importing one particular click.
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if "ClickException" in names:
+            exc.show()  # type: ignore[attr-defined]
             sys.exit(2)
+        if "Exit" in names:
+            sys.exit(getattr(exc, "exit_code", 0))
         if debug:
             err_console.print_exception()
         err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug)")
         sys.exit(1)
-
 
 if __name__ == "__main__":
     main()
