@@ -5,9 +5,10 @@ records plus infrastructure rows; ``load_problems_file`` reads benchmark-shaped 
 """
 
 from flywheel.policies.backends.base import backend_schemes, make_backend
+from flywheel.policies.boundary import failure_taxonomy
 from flywheel.policies.problems_file import load_problems_file
 from flywheel.policies.run import PolicyRun, generate_attempts
 from flywheel.policies.spec import PolicySpec, parse_spec
 
-__all__ = ["PolicyRun", "PolicySpec", "backend_schemes", "generate_attempts", "load_problems_file", "make_backend",
+__all__ = ["PolicyRun", "PolicySpec", "backend_schemes", "failure_taxonomy", "generate_attempts", "load_problems_file", "make_backend",
            "parse_spec"]
