@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -74,6 +73,7 @@ class Store:
         self.con = duckdb.connect(":memory:")
         self.con.execute("SET TimeZone = 'UTC'")
         self._parts: dict[str, list[Part]] = {}
+        self._key_cache: dict[str, set[Any]] = {}  # table -> stored keys; only while holding the writer lock
         self.skipped: list[tuple[Path, str]] = []  # parts left out of the views on open, with the reason
         self.meta: dict[str, Any] = {}
 
@@ -142,6 +142,7 @@ class Store:
             yield self
         finally:
             if first:
+                self._key_cache.clear()  # another process may write once the lock is gone
                 self._sync_catalog()
             self.writer.release()
 
@@ -160,6 +161,7 @@ class Store:
         """Re-scan the manifests and recreate every view, so parts committed since opening become visible."""
         quarantine = self.quarantine()
         self._parts, self.skipped = {}, []
+        self._key_cache.clear()
         for name in TABLES:
             parts: list[Part] = []
             for mpath in sorted((self.root / "tables" / name).glob(f"round=*/*{MANIFEST_SUFFIX}")):
@@ -269,35 +271,46 @@ class Store:
         if arrow.num_rows == 0:
             return 0
         with self.lock():
-            new = self._only_new(spec, arrow)
+            new, fresh = self._only_new(spec, arrow)
             if new.num_rows == 0:
                 return 0
             part = self._write_part(spec, round, new)
+            self._key_cache[spec.name].update(fresh)
             self._parts.setdefault(spec.name, []).append(part)
             self._create_view(self.con, spec, self._parts[spec.name])
             return new.num_rows
 
-    def _only_new(self, spec: TableSpec, batch: pa.Table) -> pa.Table:
-        """Drop rows whose key repeats within the batch (first wins) or is already in the table.
+    def _only_new(self, spec: TableSpec, batch: pa.Table) -> tuple[pa.Table, list[Any]]:
+        """Drop rows whose key repeats within the batch (first wins) or is already stored; also return the new
+        keys, which the caller adds to the key cache once the part is committed.
 
-        Only the key columns travel through DuckDB (a semi join finds the stored keys, usually none); the rows
-        themselves are filtered in Arrow, so a 50k-row batch costs one key scan, not a round trip of the data.
+        The stored keys are read once per writer session into a Python set (valid while this process holds the
+        lock: no one else can add any), so a batch costs one hash lookup per row instead of a scan of the table.
         """
-        keys = batch.select(list(spec.key)).append_column("_fw_ord", pa.array(np.arange(batch.num_rows)))
-        key_eq = " AND ".join(f"t.{k} IS NOT DISTINCT FROM b.{k}" for k in spec.key)
-        cols = ", ".join(spec.key)
-        self.con.register("_fw_keys", keys)
-        try:
-            keep = self.con.sql(
-                f"SELECT min(_fw_ord) AS o FROM _fw_keys b"
-                f" WHERE NOT EXISTS (SELECT 1 FROM {spec.name} t WHERE {key_eq})"
-                f" GROUP BY {', '.join('b.' + k for k in spec.key)} ORDER BY o").to_arrow_table().column(0)
-        finally:
-            self.con.unregister("_fw_keys")
-        del cols
+        known = self._known_keys(spec)
+        columns = [batch.column(k).to_pylist() for k in spec.key]
+        keys = columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
+        if known.isdisjoint(keys) and len(set(keys)) == len(keys):  # the usual case, decided in C
+            return batch, keys
+        keep: list[int] = []
+        fresh: list[Any] = []
+        seen: set[Any] = set()
+        for i, key in enumerate(keys):
+            if key in known or key in seen:
+                continue
+            seen.add(key)
+            keep.append(i)
+            fresh.append(key)
         if len(keep) == batch.num_rows:
-            return batch
-        return batch.take(keep)
+            return batch, fresh
+        return batch.take(pa.array(keep, pa.int64())), fresh
+
+    def _known_keys(self, spec: TableSpec) -> set[Any]:
+        if spec.name not in self._key_cache:
+            stored = self.con.sql(f"SELECT {', '.join(spec.key)} FROM {spec.name}").to_arrow_table()
+            columns = [c.to_pylist() for c in stored.columns]
+            self._key_cache[spec.name] = set(columns[0] if len(columns) == 1 else zip(*columns, strict=True))
+        return self._key_cache[spec.name]
 
     def _write_part(self, spec: TableSpec, round: int, table: pa.Table) -> Part:
         directory = self.root / "tables" / spec.name / f"round={round}"
