@@ -1,0 +1,200 @@
+"""The AuraKernel-style loop: profile a training step, rank ops by time, race every backend on each op's real
+shapes, keep the fastest *correct* one, write the tuning table, and show the step time before and after.
+
+1. Profile: the model is patched with ``reference`` everywhere in recording mode, so each op call runs inside a
+   ``kernels::<op>`` profiler range and its first inputs per (op, shape, dtype) are kept; one training step (forward,
+   loss, backward, AdamW) runs under ``torch.profiler``; ops are ranked by total CPU time.
+2. For each op and shape: every backend registered for the device (plus candidate files, run in a separate process
+   by ``kernels.candidate``) is checked by ``kernels.verify`` on the captured, random and adversarial inputs, then
+   timed (forward + backward, median of repeats). Float inputs are perturbed in place before every timed run so a
+   backend that caches results cannot win. A speedup above 10x is suspicious: the candidate is verified again on
+   fresh inputs and re-timed; it is kept only if both hold.
+3. The fastest correct backend per (device, op, shape, dtype) goes in the table; then the step is timed with the
+   unpatched model and with the table applied.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernels import registry
+from kernels.patch import apply, revert
+from kernels.table import Entry, TuningTable, majority_defaults
+from kernels.verify import _autocast, clone_args, compare, variants
+
+SUSPICIOUS = 10.0
+
+
+@dataclass
+class Candidate:
+    backend: str
+    ok: bool
+    ms: float = float("nan")
+    max_error: float = float("nan")
+    detail: str = ""
+
+
+@dataclass
+class OpResult:
+    op: str
+    shape: str
+    dtype: str
+    profile_ms: float
+    candidates: list[Candidate] = field(default_factory=list)
+    winner: str = "reference"
+
+
+def training_step(model: torch.nn.Module, batch: torch.Tensor, dtype: str) -> Callable[[], float]:
+    """A closure running one real training step (forward with labels, backward, AdamW); returns the loss."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+
+    def step() -> float:
+        with _autocast(dtype, batch.device.type):
+            loss = model(input_ids=batch, labels=batch, use_cache=False).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return float(loss.detach())
+    return step
+
+
+def time_step(step: Callable[[], float], repeats: int) -> float:
+    step()  # warm-up (allocator, lazy compilation)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def profile_ops(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str
+                ) -> tuple[dict[str, float], dict[tuple[str, str, str], tuple[tuple[Any, ...], dict[str, Any]]]]:
+    """(op -> CPU ms in one step, (op, shape, dtype) -> captured inputs) from a reference-patched, recorded step."""
+    apply(model, TuningTable(), device=device, force_ops=set(registry.op_names()))
+    dispatch = model._kernels_state.dispatch
+    dispatch.record = True
+    step = training_step(model, batch, dtype)
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            step()
+    finally:
+        dispatch.record = False
+        revert(model)
+    times: dict[str, float] = {}
+    for ev in prof.key_averages():
+        if ev.key.startswith("kernels::"):
+            times[ev.key.removeprefix("kernels::")] = ev.cpu_time_total / 1e3
+    return times, dispatch.captured
+
+
+def _perturb(args: tuple[Any, ...], g: torch.Generator) -> None:
+    with torch.no_grad():
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point() and a.requires_grad:
+                a.add_(torch.randn(a.shape, generator=g).to(a.dtype) * 1e-3 * (float(a.abs().mean()) + 1e-6))
+
+
+def time_backend(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,
+                 repeats: int, seed: int = 0) -> float:
+    """Median ms of forward + backward; inputs perturbed in place before every run (defeats result caching)."""
+    args = clone_args(args)
+    g = torch.Generator().manual_seed(seed)
+    leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    times = []
+    for i in range(repeats + 1):
+        _perturb(args, g)
+        t0 = time.perf_counter()
+        with _autocast(dtype, device):
+            out = fn(*args, **kwargs)
+        outs = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, torch.Tensor)
+                and o.requires_grad]
+        if outs and leaves:
+            torch.autograd.grad([o.float().sum() for o in outs], leaves, allow_unused=True)
+        if i:  # the first run is a warm-up (lazy compilation, allocator)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def verify_all(op: str, backend: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,
+               seed: int = 0) -> tuple[bool, float, str]:
+    worst = 0.0
+    for name, inputs in variants(op, args, seed):
+        c = compare(op, backend, inputs, kwargs, dtype, device)
+        if not c.ok:
+            return False, c.max_error, f"{name}: {c.detail}"
+        worst = max(worst, c.max_error)
+    return True, worst, ""
+
+
+def tune_op(op: str, shape: str, dtype: str, device: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+            repeats: int, profile_ms: float, extra: list[Callable[..., Candidate]] | None = None) -> OpResult:
+    res = OpResult(op, shape, dtype, profile_ms)
+    ref_ms = time_backend(registry.get(op).fn, args, kwargs, dtype, device, repeats)
+    res.candidates.append(Candidate("reference", True, ref_ms, 0.0))
+    for b in registry.backends(op, device):
+        if b.name == "reference":
+            continue
+        ok, err, detail = verify_all(op, b.name, args, kwargs, dtype, device)
+        if not ok:
+            res.candidates.append(Candidate(b.name, False, max_error=err, detail=detail))
+            continue
+        ms = time_backend(b.fn, args, kwargs, dtype, device, repeats)
+        if ref_ms / ms > SUSPICIOUS:
+            ok, err2, detail = verify_all(op, b.name, args, kwargs, dtype, device, seed=1)
+            ms = max(ms, time_backend(b.fn, args, kwargs, dtype, device, repeats, seed=1))
+            detail = f"speedup > {SUSPICIOUS:.0f}x re-checked on fresh inputs" + (f": {detail}" if detail else "")
+            err = max(err, err2)
+        res.candidates.append(Candidate(b.name, ok, ms, err, detail))
+    for make in extra or []:
+        res.candidates.append(make(op, shape, dtype, device, args, kwargs, repeats))
+    good = [c for c in res.candidates if c.ok and c.ms == c.ms]
+    res.winner = min(good, key=lambda c: c.ms).backend
+    return res
+
+
+def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> TuningTable:
+    entries = []
+    for r in results:
+        ref = next(c for c in r.candidates if c.backend == "reference")
+        win = next(c for c in r.candidates if c.backend == r.winner)
+        entries.append(Entry(device, r.op, r.shape, r.dtype, r.winner, round(ref.ms / win.ms, 3),
+                             round(ref.ms, 4), round(win.ms, 4), win.max_error))
+    return TuningTable(device, entries, majority_defaults(entries), meta)
+
+
+def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, repeats: int = 5,
+         step_repeats: int = 3, ops: set[str] | None = None, out: Path | None = None,
+         extra: list[Callable[..., Candidate]] | None = None,
+         progress: Callable[[str], None] = lambda s: None) -> tuple[TuningTable, list[OpResult], dict[str, float]]:
+    """The whole loop; returns the table, the per-op results and {"before_s", "after_s"} step times."""
+    progress("profiling one training step")
+    profile, captured = profile_ops(model, batch, dtype, device)
+    ranked = sorted(captured, key=lambda k: -profile.get(k[0], 0.0))
+    results = []
+    for op, shape, dt in ranked:
+        if ops and op not in ops:
+            continue
+        progress(f"tuning {op} {shape} {dt}")
+        args, kwargs = captured[(op, shape, dt)]
+        results.append(tune_op(op, shape, dt, device, args, kwargs, repeats, profile.get(op, 0.0), extra))
+    table = build_table(results, device, {"dtype": dtype, "batch": list(batch.shape),
+                                          "profile_ms": profile, "torch": torch.__version__})
+    progress("timing the step before / after")
+    before = time_step(training_step(model, batch, dtype), step_repeats)
+    apply(model, table, device=device)
+    try:
+        after = time_step(training_step(model, batch, dtype), step_repeats)
+    finally:
+        revert(model)
+    table.meta.update({"step_s_before": before, "step_s_after": after})
+    if out is not None:
+        table.save(out)
+    return table, results, {"before_s": before, "after_s": after}
