@@ -110,3 +110,18 @@ def test_classifier_precedence() -> None:
                              channel_error="unauthenticated bytes on the result channel", **base))[0] == \
         ExecStatus.TAMPERED
     assert classify(Observed(messages=[], channel_error=None, **base))[0] == ExecStatus.SANDBOX_ERROR
+
+
+def test_cplex_community_size_limit_is_license_limit() -> None:
+    # CPLEX community edition: 1,000 variables; docplex raises DOcplexLimitsExceeded (CPLEX code 1016).
+    code = """
+from docplex.mp.model import Model
+m = Model()
+x = m.continuous_var_list(1500, ub=1)
+m.add_constraint(m.sum(x) <= 10)
+m.maximize(m.sum(x))
+m.solve()
+"""
+    [e] = list(run_batch([Program(program_id="cplex", code=code)], CONFIG.model_copy(update={"preload": ()})))
+    assert e.status == ExecStatus.LICENSE_LIMIT, e.error
+    assert e.solves[-1].status == SolveStatus.LICENSE_LIMIT and e.solves[-1].api == "docplex"

@@ -12,6 +12,7 @@ or ``CpSolver.Solve`` calling ``CpSolver.solve``, gives one record, the one the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -21,7 +22,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +111,22 @@ def read_and_remove(path: str | None) -> str | None:
             pass
 
 
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Silence C-level writes to fd 1 (a solver announcing an export) so the program's output stays its own."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 def capped_solution(pairs: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     limit = _state["max_solution"]
@@ -124,7 +141,10 @@ def capped_solution(pairs: Any) -> dict[str, float]:
 
 # Licence-size errors of the bundled size-limited licences (gurobipy: "Model too large for size-limited license";
 # CPLEX community: "1016: Community Edition. Problem size limits exceeded"; COPT: size-limited licence messages).
+# docplex: "DOcplexLimitsExceeded: **** Promotional version. Problem size limits (1000 vars, 1000 consts) exceeded,
+# ... CPLEX code=1016".
 LICENSE_RE = re.compile(r"size-limited licen|size limited licen|limits exceeded|community edition|error\s*1016|"
+                        r"code\s*=\s*1016|DOcplexLimitsExceeded|size limits? \(.*\) exceeded|"
                         r"too large for .*licen|licen[cs]e.*(size|limit)", re.IGNORECASE)
 
 

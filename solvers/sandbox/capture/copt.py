@@ -12,6 +12,7 @@ from solvers.sandbox.capture import (
     license_or_error,
     mps_path,
     patch,
+    quiet_stdout,
     read_and_remove,
     wrap_solve,
 )
@@ -63,7 +64,8 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     path = mps_path()
     if path is not None:
         try:
-            m.writeMps(path)
+            with quiet_stdout():  # writeMps announces itself on stdout
+                m.writeMps(path)
         except Exception:
             pass
         d.model_mps = read_and_remove(path)
