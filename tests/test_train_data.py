@@ -98,6 +98,16 @@ def test_mixture_is_deterministic_and_resumable() -> None:
     m3.load_state_dict(state)
     for s, expect in zip(range(3, 6), later, strict=True):
         assert torch.equal(m3.next_batch(s, 4).input_ids, expect)
+    # Weights decide the source of every row: weight 0 never draws, 3:1 draws about 3:1.
+    a_rows = {tuple(r) for r in a.input_ids.tolist()}
+    m4 = mix()
+    m4.set_weights({"a": 0.0, "b": 1.0})
+    assert not any(tuple(r) in a_rows for r in m4.next_batch(0, 16).input_ids.tolist())
+    m5 = mix()
+    drawn = torch.cat([m5.next_batch(s, 50).input_ids for s in range(4)]).tolist()
+    share_a = sum(tuple(r) in a_rows for r in drawn) / len(drawn)
+    # 200 draws at p = 0.75: the binomial standard deviation is 0.031, so +-0.12 is about 4 sigma.
+    assert abs(share_a - 0.75) < 0.12
 
 
 def test_flops_counts_only_active_experts() -> None:
