@@ -12,7 +12,7 @@ import ast
 
 import pytest
 
-from flywheel.generators.base import generate_problem
+from flywheel.generators.base import family_names, generate_problem
 from solvers.builder import ModelBuilder
 from solvers.errors import FlywheelError, UnknownNameError
 from solvers.ground_truth import solve_ground_truth
@@ -168,3 +168,20 @@ def test_formulation_has_five_elements_and_the_algebra() -> None:
     assert "odd (2 rows)" in features and "1 more like it" in features  # written-out rows: the first, and a count
     assert "bounds per element" in features and "binary" in features
     assert formulation_text(feature_model("milp")) == features  # deterministic
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_largest_instances_render_to_sane_programs(family: str) -> None:
+    """At the top difficulty every program parses, stays far below the sanity contract's 60,000 characters, and
+    never repeats a line more than a few times (the contract reads >25 repeats as degenerate output)."""
+    for seed in (0, 1):
+        model = generate_problem(family, seed, 5).ir
+        for api in APIS:
+            if not supports(model, api):
+                continue
+            code = render(model, api)
+            ast.parse(code)
+            assert len(code) < 40_000, (api, len(code))
+            lines = [ln.strip() for ln in code.splitlines() if len(ln.strip()) > 10]
+            top = max(lines.count(ln) for ln in set(lines))
+            assert top <= 5, (api, top)

@@ -138,12 +138,46 @@ def index_args(g: VarGroupPlan) -> str:
     return ", ".join(g.set_idents) if g.full else str(g.keys_ident)
 
 
-def multiline_call(head: str, body: str, tail: str = ")") -> list[str]:
-    """``head(body)`` on one line if short, else with the body indented on its own lines."""
-    flat = re.sub(r"\n\s*", " ", body)
-    if len(head) + len(flat) + len(tail) <= 116:
-        return [f"{head}{flat}{tail}"]
-    return [head, "    " + body.replace("\n", "\n    "), tail]
+def multiline_call(head: str, body: str, tail: str = ")", extra: str | None = None) -> list[str]:
+    """``head body[, extra]tail`` on one line if it fits, else hanging: the body starts on the head's line and
+    continues aligned under it, ``extra`` (``name=...``) ends the last line or gets its own.
+
+    No line is ever just ``head`` or ``)``: the sandbox's sanity contract reads many identical lines as a
+    degenerate program, and a model with 30 written-out rows would otherwise repeat them 30 times.
+    """
+    flat_body = _flatten(body)
+    suffix = f", {extra}" if extra else ""
+    one = f"{head}{flat_body}{suffix}{tail}"
+    if len(one) <= WIDTH:
+        return [one]
+    pad = " " * len(head)
+    lines = (head + wrap_expr(flat_body, pad, WIDTH)).split("\n")
+    if extra and len(lines[-1]) + len(suffix) + len(tail) <= WIDTH:
+        lines[-1] += f"{suffix}{tail}"
+    elif extra:
+        lines[-1] += ","
+        lines.append(f"{pad}{extra}{tail}")
+    else:
+        lines[-1] += tail
+    return lines
+
+
+def generator_call(head: str, expr: str, loop: str, extra: str) -> list[str]:
+    """``m.addConstrs((expr for r in R), name="c")``, hanging like ``multiline_call`` when it is long."""
+    expr = _flatten(expr)
+    one = f"{head}({expr} {loop}), {extra})"
+    if len(one) <= WIDTH:
+        return [one]
+    pad = " " * (len(head) + 1)
+    lines = (f"{head}(" + wrap_expr(expr, pad, WIDTH)).split("\n")
+    return [*lines, f"{pad}{loop}), {extra})"]
+
+
+def _flatten(text: str) -> str:
+    return re.sub(r"\n\s*", " ", text)
+
+
+WIDTH = 116
 
 
 def statement_loop(loop_gens: tuple, dialect: Dialect, body: list[str]) -> list[str]:

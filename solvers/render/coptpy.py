@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from solvers.ir import VarType
-from solvers.render.base import Renderer, index_args, multiline_call, register, var_comprehension
+from solvers.render.base import Renderer, generator_call, index_args, multiline_call, register, var_comprehension
 from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, VarGroupPlan, lit, loop_header
 
 _VTYPE = {VarType.CONTINUOUS: "COPT.CONTINUOUS", VarType.INTEGER: "COPT.INTEGER", VarType.BINARY: "COPT.BINARY"}
@@ -59,20 +59,19 @@ class CoptpyRenderer(Renderer):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         name = json.dumps(cg.name)
         if cg.loop is None:
-            return multiline_call("model.addConstr(", f"{self.template_constraint(cg, '        ')}, name={name}")
-        body = f"({self.template_constraint(cg, '        ')}\n {loop_header(cg.loop, self)}), nameprefix={name}"
-        return multiline_call("model.addConstrs(", body)
+            return multiline_call("model.addConstr(", self.template_constraint(cg), extra=f"name={name}")
+        return generator_call("model.addConstrs(", self.template_constraint(cg), loop_header(cg.loop, self),
+                              f"nameprefix={name}")
 
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         lines = []
         for row in cg.rows:
-            lines += multiline_call("model.addConstr(",
-                                    f"{self.row_constraint(row, '        ')}, name={json.dumps(row.name)}")
+            lines += multiline_call("model.addConstr(", self.row_constraint(row), extra=f"name={json.dumps(row.name)}")
         return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         sense = "COPT.MAXIMIZE" if self.maximize(o) else "COPT.MINIMIZE"
-        return multiline_call("model.setObjective(", f"{self.objective_expr(o, '        ')}, sense={sense}")
+        return multiline_call("model.setObjective(", self.objective_expr(o), extra=f"sense={sense}")
 
     def solve_lines(self, p: Plan) -> list[str]:
         return [

@@ -73,15 +73,16 @@ class DocplexRenderer(Renderer):
 
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         if cg.loop is None:
-            return multiline_call("mdl.add_constraint(", f"{self.template_constraint(cg)}, ctname={json.dumps(cg.name)}")
+            return multiline_call("mdl.add_constraint(", self.template_constraint(cg), extra=f"ctname={json.dumps(cg.name)}")
         name = row_name_fstring(cg.name, cg.loop.targets)
-        body = multiline_call("mdl.add_constraint(", f"{self.template_constraint(cg)}, ctname={name}")
+        body = multiline_call("mdl.add_constraint(", self.template_constraint(cg), extra=f"ctname={name}")
         return statement_loop(cg.loop.gens, self, ["\n".join(body)])
 
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         lines = []
         for row in cg.rows:
-            lines += multiline_call("mdl.add_constraint(", f"{self.row_constraint(row)}, ctname={json.dumps(row.name)}")
+            lines += multiline_call("mdl.add_constraint(", self.row_constraint(row),
+                                    extra=f"ctname={json.dumps(row.name)}")
         return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:

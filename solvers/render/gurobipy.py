@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from solvers.ir import VarType
-from solvers.render.base import Renderer, index_args, multiline_call, register
+from solvers.render.base import Renderer, generator_call, index_args, multiline_call, register
 from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, VarGroupPlan, lit, loop_header
 
 _VTYPE = {VarType.INTEGER: "GRB.INTEGER", VarType.BINARY: "GRB.BINARY"}
@@ -49,19 +49,18 @@ class GurobipyRenderer(Renderer):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         name = json.dumps(cg.name)
         if cg.loop is None:
-            return multiline_call("m.addConstr(", f"{self.template_constraint(cg, '        ')}, name={name}")
-        body = f"({self.template_constraint(cg, '        ')}\n {loop_header(cg.loop, self)}), name={name}"
-        return multiline_call("m.addConstrs(", body)
+            return multiline_call("m.addConstr(", self.template_constraint(cg), extra=f"name={name}")
+        return generator_call("m.addConstrs(", self.template_constraint(cg), loop_header(cg.loop, self), f"name={name}")
 
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         lines = []
         for row in cg.rows:
-            lines += multiline_call("m.addConstr(", f"{self.row_constraint(row, '        ')}, name={json.dumps(row.name)}")
+            lines += multiline_call("m.addConstr(", self.row_constraint(row), extra=f"name={json.dumps(row.name)}")
         return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         sense = "GRB.MAXIMIZE" if self.maximize(o) else "GRB.MINIMIZE"
-        return multiline_call("m.setObjective(", f"{self.objective_expr(o, '        ')}, {sense}")
+        return multiline_call("m.setObjective(", self.objective_expr(o), extra=sense)
 
     def solve_lines(self, p: Plan) -> list[str]:
         return [

@@ -799,10 +799,10 @@ def wrap_expr(text: str, indent: str = "    ", width: int = 112) -> str:
     """Break a long ``a + b - c`` at its top-level operators (the caller puts it inside parentheses)."""
     if len(text) <= width:
         return text
-    pieces = re.split(r"(?<=\S) (?=[+-] )", text)
+    pieces = re.split(r"(?<=\S) (?=[+-] |for )", text)
     lines, line = [], ""
     for piece in pieces:
-        if line and len(indent) + len(line) + len(piece) + 1 > width:
+        if line and len(indent if lines else "") + len(line) + len(piece) + 1 > width:
             lines.append(line)
             line = piece
         else:

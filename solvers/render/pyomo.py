@@ -123,7 +123,7 @@ class PyomoRenderer(Renderer):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         comp = self.components.claim(cg.ident, "_con")
         if cg.loop is None:
-            return multiline_call(f"model.{comp} = pyo.Constraint(expr=", self.template_constraint(cg, "        "))
+            return multiline_call(f"model.{comp} = pyo.Constraint(expr=", self.template_constraint(cg))
         gens = cg.loop.gens
         if all(g.source_kind == "set" for g in gens):
             index = ", ".join(self.source(g) for g in gens)
@@ -135,20 +135,23 @@ class PyomoRenderer(Renderer):
             dimen = f", dimen={len(gen.targets)}" if len(gen.targets) > 1 else ""
             lines = [f"{index} = pyo.Set(initialize={source}{dimen})"]
         rule = f"{comp}_rule"
+        expr = self.template_constraint(cg, "        ")
+        # A wrapped expression needs parentheses to continue past the end of the ``return`` line.
+        returned = f"(\n        {expr}\n    )" if "\n" in expr else expr
         return [*lines, f"def {rule}(model, {', '.join(cg.loop.targets)}):",
-                f"    return {self.template_constraint(cg, '        ')}", "",
+                f"    return {returned}", "",
                 f"model.{comp} = pyo.Constraint({index}, rule={rule})", ""]
 
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         comp = self.components.claim(cg.ident, "_con")
         lines = [f"model.{comp} = pyo.ConstraintList()"]
         for row in cg.rows:
-            lines += multiline_call(f"model.{comp}.add(", self.row_constraint(row, "        "))
+            lines += multiline_call(f"model.{comp}.add(", self.row_constraint(row))
         return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         sense = "pyo.maximize" if self.maximize(o) else "pyo.minimize"
-        return multiline_call("model.obj = pyo.Objective(", f"expr={self.objective_expr(o, '        ')}, sense={sense}")
+        return multiline_call("model.obj = pyo.Objective(expr=", self.objective_expr(o), extra=f"sense={sense}")
 
     def solve_lines(self, p: Plan) -> list[str]:
         if p.is_quadratic and p.is_mip:
