@@ -503,6 +503,7 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
         for name in stages or STAGES:
             for _ in STAGES[name](ctx):
                 pass
+        store.compact(round_id)  # the small resumable commits of this round -> one part per table
         summary = summarize(store, round_id)
         store.write("round_events", round_id, [{**_event(plan, "finished"),
                                                 "summary_json": json.dumps(summary, default=str)}])

@@ -248,3 +248,26 @@ def test_parts_are_real_parquet_with_manifest(store: Store) -> None:
     assert pq.read_table(part.path).num_rows == 7
     manifest = json.loads(part.path.with_name(part.path.name + ".manifest.json").read_text())
     assert manifest["rows"] == 7 and manifest["sha256"].startswith(part.path.stem.removeprefix("part-"))
+
+
+def test_compaction_merges_a_round_and_survives_a_crash_before_cleanup(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with Store.open(path) as st:
+        for start in range(0, 20, 4):  # five small commits, as a resumable round makes them
+            st.write("problems", 1, problem_rows(4, start=start))
+        st.write("problems", 2, problem_rows(3, start=100))
+        before = st.query("SELECT * EXCLUDE (created_at) FROM problems ORDER BY problem_id").to_pylist()
+        assert st.compact(1) == 5
+        assert len([p for p in st.parts("problems") if p.round == 1]) == 1
+        assert st.query("SELECT * EXCLUDE (created_at) FROM problems ORDER BY problem_id").to_pylist() == before
+    # The writer "died" before its next session: the replaced files are still on disk, yet nothing reads them.
+    files = list((path / "tables" / "problems" / "round=1").glob("*.parquet"))
+    assert len(files) == 6
+    with Store.open(path) as st:
+        assert st.count("problems") == 23
+        report = check_store(st, quarantine=False)
+        assert report.ok and report.tables["problems"] == {"parts": 2, "rows": 23}
+        with st.lock():  # the next writer session removes the superseded parts
+            pass
+        assert len(list((path / "tables" / "problems" / "round=1").glob("*.parquet"))) == 1
+        assert st.write("problems", 1, problem_rows(20)) == 0  # still idempotent after compaction

@@ -19,7 +19,7 @@ from flywheel.store.files import (
     sha256_file,
 )
 from flywheel.store.schema import SCHEMA_VERSION, TABLES
-from flywheel.store.store import Store
+from flywheel.store.store import Store, _superseded
 from solvers.errors import StoreError
 
 
@@ -61,8 +61,13 @@ def check_store(store: Store, *, quarantine: bool = True) -> CheckReport:
             report.findings.append(Finding(_rel(root, table_dir), "unknown table (no registered spec)", "warning"))
             continue
         stats = report.tables.setdefault(name, {"parts": 0, "rows": 0})
+        superseded = {d / n for d in table_dir.glob("round=*") for n in _superseded(d)}
         for mpath in sorted(table_dir.glob(f"round=*/*{MANIFEST_SUFFIX}")):
             part = part_of_manifest(mpath)
+            if part in superseded:
+                report.findings.append(Finding(_rel(root, part), "superseded by a compacted part (the next writer "
+                                                                 "removes it)", "warning"))
+                continue
             problem = _check_part(part, mpath, name)
             if problem:
                 bad[_rel(root, part)] = problem

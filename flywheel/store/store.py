@@ -147,10 +147,16 @@ class Store:
             self.writer.release()
 
     def _clean_debris(self) -> None:
-        """Remove what a killed writer left: temp files and Parquet parts that never got their manifest."""
+        """Remove what a killed writer left (temp files, Parquet parts that never got their manifest) and the
+        parts a compaction superseded. Deleting superseded parts only here, at the start of the next writer
+        session, gives readers that opened before the compaction the rest of a session to finish."""
         tables = self.root / "tables"
         for p in tables.rglob(f"{TMP_PREFIX}*"):
             p.unlink(missing_ok=True)
+        for directory in tables.glob("*/round=*"):
+            for name in _superseded(directory):
+                manifest_path(directory / name).unlink(missing_ok=True)
+                (directory / name).unlink(missing_ok=True)
         for p in tables.rglob("*.parquet"):
             if not manifest_path(p).exists():
                 p.unlink(missing_ok=True)
@@ -164,7 +170,12 @@ class Store:
         self._key_cache.clear()
         for name in TABLES:
             parts: list[Part] = []
+            superseded: set[Path] = set()
+            for directory in (self.root / "tables" / name).glob("round=*"):
+                superseded |= {directory / n for n in _superseded(directory)}
             for mpath in sorted((self.root / "tables" / name).glob(f"round=*/*{MANIFEST_SUFFIX}")):
+                if part_of_manifest(mpath) in superseded:
+                    continue
                 part = self._load_part(name, mpath, quarantine)
                 if part is not None:
                     parts.append(part)
@@ -312,7 +323,31 @@ class Store:
             self._key_cache[spec.name] = set(columns[0] if len(columns) == 1 else zip(*columns, strict=True))
         return self._key_cache[spec.name]
 
-    def _write_part(self, spec: TableSpec, round: int, table: pa.Table) -> Part:
+    def compact(self, round: int, tables: Sequence[str] | None = None, min_parts: int = 2) -> int:
+        """Merge each table's parts of ``round`` into one part; returns how many parts were merged away.
+
+        A round commits in small batches (that is what makes it resumable), so it leaves dozens of small parts;
+        one part per table and round keeps opening and scanning the store fast. Crash-safe: the merged part's
+        manifest lists the parts it ``replaces`` and is committed before anything is deleted; from that moment
+        the views read the merged part only, and the replaced files are removed by the next writer session.
+        """
+        merged = 0
+        with self.lock():
+            for name in tables or list(TABLES):
+                spec = get_table(name)
+                parts = [p for p in self._parts.get(name, []) if p.round == round]
+                if len(parts) < min_parts:
+                    continue
+                table = pa.concat_tables([pq.read_table(p.path).select(list(spec.columns)).cast(spec.schema)
+                                          for p in parts])
+                part = self._write_part(spec, round, table, replaces=[p.path.name for p in parts])
+                keep = [p for p in self._parts[name] if p not in parts]
+                self._parts[name] = [*keep, part]
+                self._create_view(self.con, spec, self._parts[name])
+                merged += len(parts)
+        return merged
+
+    def _write_part(self, spec: TableSpec, round: int, table: pa.Table, replaces: Sequence[str] = ()) -> Part:
         directory = self.root / "tables" / spec.name / f"round={round}"
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f"{TMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}.parquet"
@@ -331,6 +366,8 @@ class Store:
         manifest = {"table": spec.name, "round": round, "file": final.name, "rows": table.num_rows,
                     "bytes": size, "sha256": digest, "schema_version": SCHEMA_VERSION, "key": list(spec.key),
                     "columns": list(spec.columns), "created_at": _now().isoformat(), "writer_pid": os.getpid()}
+        if replaces:
+            manifest["replaces"] = sorted(set(replaces) - {final.name})
         atomic_write_json(manifest_path(final), manifest)
         return Part(spec.name, round, final, table.num_rows, size, digest)
 
@@ -415,6 +452,16 @@ def _to_arrow(spec: TableSpec, round: int, rows: Sequence[Mapping[str, Any]] | p
             col = pa.repeat(pa.scalar(_now(), typ), n)
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=spec.schema)
+
+
+def _superseded(directory: Path) -> set[str]:
+    """Part file names in ``directory`` that a committed compaction manifest replaces."""
+    out: set[str] = set()
+    for mpath in directory.glob(f"*{MANIFEST_SUFFIX}"):
+        manifest = read_manifest(mpath)
+        if manifest and part_of_manifest(mpath).exists():
+            out.update(manifest.get("replaces", []))
+    return out
 
 
 def _check_writable(root: Path) -> None:
