@@ -84,6 +84,11 @@ class TuningTable:
             raise ConfigError(f"kernel tuning table version {raw.get('version')!r}, expected {VERSION}",
                               culprit=str(path))
         entries = [Entry(**e) for e in raw.get("entries", [])]
+        files = raw.get("meta", {}).get("candidate_files") or {}
+        if files:  # candidate backends that won live in files beside the table: register them again
+            from kernels.candidate import register_files
+
+            register_files(files)
         return cls(raw.get("device", "cpu"), entries, dict(raw.get("defaults", {})), dict(raw.get("meta", {})))
 
 

@@ -154,10 +154,30 @@ def tune_op(op: str, shape: str, dtype: str, device: str, args: tuple[Any, ...],
             err = max(err, err2)
         res.candidates.append(Candidate(b.name, ok, ms, err, detail))
     for make in extra or []:
-        res.candidates.append(make(op, shape, dtype, device, args, kwargs, repeats))
+        c = make(op, shape, dtype, device, args, kwargs, repeats)
+        if c is not None:
+            res.candidates.append(c)
     good = [c for c in res.candidates if c.ok and c.ms == c.ms]
     res.winner = min(good, key=lambda c: c.ms).backend
     return res
+
+
+def file_candidates(paths: list[str]) -> list[Callable[..., Candidate]]:
+    """``tune_op`` extras for candidate files: each is evaluated in a child process on the op it declares."""
+    from kernels import candidate
+
+    def make(path: str) -> Callable[..., Candidate]:
+        target = candidate.op_of(path)
+
+        def run_one(op: str, shape: str, dtype: str, device: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                    repeats: int) -> Candidate | None:
+            if op != target:
+                return None
+            r = candidate.evaluate(path, op, args, kwargs, dtype, device, repeats)
+            return Candidate(candidate.backend_name(path), bool(r["ok"]), float(r["ms"]), float(r["max_error"]),
+                             str(r["detail"]))
+        return run_one
+    return [make(p) for p in paths]
 
 
 def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> TuningTable:
@@ -172,9 +192,10 @@ def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> T
 
 def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, repeats: int = 5,
          step_repeats: int = 3, ops: set[str] | None = None, out: Path | None = None,
-         extra: list[Callable[..., Candidate]] | None = None,
+         candidate_files: list[str] | None = None,
          progress: Callable[[str], None] = lambda s: None) -> tuple[TuningTable, list[OpResult], dict[str, float]]:
     """The whole loop; returns the table, the per-op results and {"before_s", "after_s"} step times."""
+    extra = file_candidates(candidate_files or [])
     progress("profiling one training step")
     profile, captured = profile_ops(model, batch, dtype, device)
     ranked = sorted(captured, key=lambda k: -profile.get(k[0], 0.0))
@@ -185,8 +206,14 @@ def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, r
         progress(f"tuning {op} {shape} {dt}")
         args, kwargs = captured[(op, shape, dt)]
         results.append(tune_op(op, shape, dt, device, args, kwargs, repeats, profile.get(op, 0.0), extra))
-    table = build_table(results, device, {"dtype": dtype, "batch": list(batch.shape),
-                                          "profile_ms": profile, "torch": torch.__version__})
+    files = {f"file:{Path(p).stem}": str(Path(p).resolve()) for p in candidate_files or []}
+    table = build_table(results, device, {"dtype": dtype, "batch": list(batch.shape), "profile_ms": profile,
+                                          "torch": torch.__version__, "candidate_files": files})
+    winners = {e.backend for e in table.entries}
+    if any(name in winners for name in files):
+        from kernels.candidate import register_files
+
+        register_files({n: p for n, p in files.items() if n in winners})
     progress("timing the step before / after")
     before = time_step(training_step(model, batch, dtype), step_repeats)
     apply(model, table, device=device)

@@ -1,0 +1,144 @@
+"""``flywheel kernels``: tune (profile -> race backends -> tuning table), bench (ops x backends), peak (matmul
+peak for MFU on CPU), list (registered ops and backends)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from solvers.errors import ConfigError
+
+DTYPES = {"bf16": "bfloat16", "fp32": "float32", "bfloat16": "bfloat16", "float32": "float32"}
+
+
+def _dtype(name: str) -> str:
+    if name not in DTYPES:
+        raise ConfigError(f"unknown dtype {name!r} (bf16 | fp32)", culprit="--dtype")
+    return DTYPES[name]
+
+
+def _model(spec: str, vocab: int):  # noqa: ANN202
+    """A tiny arch name (training.models.TINY_CONFIGS) or a directory with an HF config.json (random init)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from training.models import TINY_CONFIGS, build_model
+
+    if spec in TINY_CONFIGS:
+        return build_model(spec, "", vocab, {}, 0)
+    path = Path(spec)
+    if path.is_dir() and (path / "config.json").is_file():
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path), dtype=torch.float32)
+    raise ConfigError(f"--model is neither a tiny arch ({', '.join(TINY_CONFIGS)}) nor a directory with config.json",
+                      culprit=spec)
+
+
+def _print(rows: list[dict[str, Any]], columns: list[str], title: str, fmt: str) -> None:
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table(*columns, title=title)
+    for r in rows:
+        table.add_row(*[f"{r[c]:.3g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in columns])
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    k = typer.Typer(help="Fused kernels: tune a model's table, benchmark backends, measure the matmul peak.")
+
+    @k.command("tune")
+    def tune_cmd(
+        model: str = typer.Option(..., "--model", help="tiny arch (qwen3_moe_tiny, ...) or HF config directory"),
+        device: str = typer.Option("cpu", "--device", help="cpu | cuda | npu"),
+        out: Path = typer.Option(Path("runs/kernels/table.json"), "--out", help="tuning table to write"),
+        dtype: str = typer.Option("bf16", "--dtype", help="bf16 (autocast) | fp32"),
+        rows: int = typer.Option(8, "--rows"),
+        seq: int = typer.Option(256, "--seq"),
+        vocab: int = typer.Option(1024, "--vocab", help="vocabulary size for tiny archs"),
+        repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
+        op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
+        candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
+        import torch
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        from kernels import registry
+        from kernels.tuner import tune
+        from training.device import get_device
+
+        dev = get_device(device)
+        for name in op:
+            registry.get(name)
+        for c in candidate:
+            if not c.is_file():
+                raise ConfigError("candidate file not found", culprit=str(c))
+        m = _model(model, vocab).to(dev.torch_device(0))
+        g = torch.Generator().manual_seed(0)
+        batch = torch.randint(0, m.config.vocab_size, (rows, seq), generator=g).to(dev.torch_device(0))
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as prog:
+            task = prog.add_task("tuning")
+            table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
+                                         out=out, candidate_files=[str(c) for c in candidate],
+                                         progress=lambda s: prog.update(task, description=s))
+        out_rows = []
+        for r in results:
+            ref = next(c for c in r.candidates if c.backend == "reference")
+            for c in r.candidates:
+                out_rows.append({"op": r.op, "shape": r.shape, "dtype": r.dtype, "profile_ms": r.profile_ms,
+                                 "backend": c.backend, "ok": c.ok, "ms": c.ms, "speedup": ref.ms / c.ms if c.ok
+                                 else None, "max_error": c.max_error, "winner": c.backend == r.winner,
+                                 "detail": c.detail})
+        if fmt == "json":
+            typer.echo(json.dumps({"table": str(out), "candidates": out_rows, **steps}, indent=2, default=str))
+            return
+        _print(out_rows, ["op", "shape", "dtype", "backend", "ok", "ms", "speedup", "winner", "detail"],
+               "candidates (fastest correct wins)", fmt)
+        typer.echo(f"step time: before {steps['before_s']:.3f} s, after {steps['after_s']:.3f} s "
+                   f"({steps['before_s'] / steps['after_s']:.2f}x); table written to {out}")
+
+    @k.command("bench")
+    def bench_cmd(
+        op: list[str] = typer.Option([], "--op", help="ops to benchmark (default: all)"),
+        dtype: str = typer.Option("fp32", "--dtype", help="bf16 (autocast) | fp32"),
+        scale: int = typer.Option(512, "--scale", help="case size (tokens / 4 for most ops)"),
+        repeats: int = typer.Option(3, "--repeats"),
+        memory: bool = typer.Option(True, "--memory/--no-memory", help="peak memory per backend (child processes)"),
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Ops x backends: forward + backward time and peak memory, relative to reference."""
+        from kernels import registry
+        from kernels.benchmark import CASES, bench
+
+        ops = op or list(CASES)
+        for name in ops:
+            registry.get(name)
+        rows = bench(ops, _dtype(dtype), scale, repeats, memory)
+        _print(rows, ["op", "backend", "ms", "time_vs_ref", "peak_mb", "memory_vs_ref", "error"],
+               f"kernels bench ({dtype}, scale {scale})", fmt)
+
+    @k.command("peak")
+    def peak_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
+        """Matmul peak of this CPU per dtype and size (the trainer's MFU denominator uses the same measurement)."""
+        from kernels.peak import measure
+
+        _print(measure(), ["dtype", "size", "gflops"], "CPU matmul peak", fmt)
+
+    @k.command("list")
+    def list_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
+        """Registered ops and backends, with whether each can run here."""
+        from kernels import registry
+
+        rows = [{"op": b.op, "backend": b.name, "devices": ",".join(b.devices), "available": b.available(),
+                 "note": b.note} for op in registry.op_names() for b in registry.backends(op)]
+        _print(rows, ["op", "backend", "devices", "available", "note"], "kernel backends", fmt)
+
+    app.add_typer(k, name="kernels")
