@@ -176,6 +176,15 @@ class Trainer:
 
     def _ce_sum(self, batch: Packed) -> tuple[torch.Tensor, int]:
         dev = self.world.device
+        if self.recipe.kernels.table:
+            # Patched model (kernels.apply): the loss comes from the model, so a fused linear cross-entropy never
+            # materialises the logits. HF semantics: shift_labels used as given, num_items_in_batch=1 -> a sum.
+            labels = batch.labels.to(dev)
+            with self._autocast():
+                out = self.model(input_ids=batch.input_ids.to(dev), position_ids=batch.position_ids.to(dev),
+                                 attention_mask=None, use_cache=False, labels=labels, shift_labels=labels,
+                                 num_items_in_batch=1)
+            return out.loss.float(), int((labels != IGNORE).sum())
         with self._autocast():
             out = self.model(input_ids=batch.input_ids.to(dev), position_ids=batch.position_ids.to(dev),
                              attention_mask=None, use_cache=False)
