@@ -27,19 +27,24 @@ m.optimize()
 
 
 def sandbox_processes(pool: Pool) -> list[int]:
-    """Live host pids running as one of this pool's program uids (zombies awaiting their reaper excluded)."""
+    """Live host pids running as one of this pool's program uids, other than the child each warm worker keeps
+    forked and locked down for its next program (a direct child of the worker; a program's leftovers never are:
+    their parent died and they were re-parented). Zombies awaiting their reaper are excluded."""
     uids = set(pool.uids())
-    found = []
+    procs = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/status") as fh:
                     fields = dict(line.split(":", 1) for line in fh if ":" in line)
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmdline = fh.read()
             except OSError:
                 continue
-            if int(fields["Uid"].split()[1]) in uids and not fields["State"].strip().startswith("Z"):
-                found.append(int(entry))
-    return found
+            procs[int(entry)] = (int(fields["Uid"].split()[1]), int(fields["PPid"]), fields["State"].strip(), cmdline)
+    workers = {pid for pid, (uid, _, _, cmd) in procs.items() if uid == 0 and b"solvers.sandbox.worker" in cmd}
+    return [pid for pid, (uid, ppid, state, _) in procs.items()
+            if uid in uids and not state.startswith("Z") and ppid not in workers]
 
 
 class _Hits(http.server.BaseHTTPRequestHandler):

@@ -21,16 +21,19 @@ from typing import Any
 
 from solvers.sandbox import capture, seccomp
 from solvers.sandbox.cgroups import SlotCgroup
-from solvers.sandbox.channel import make_sender
+from solvers.sandbox.channel import make_sender, read_msg
 from solvers.sandbox.program import Program, SandboxConfig
 
 PROGRAM_NAME = "program.py"
 _IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
 
 
-def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int,
+def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int, prog_fd: int,
                key: bytes, cgroup: SlotCgroup | None, uid: int | None, env: dict[str, str]) -> None:
-    """Never returns: ends with os._exit."""
+    """Lock down, say ready, wait for the program on ``prog_fd``, run it. Never returns: ends with os._exit.
+
+    The worker forks this child *before* the program arrives (while its parent is still busy with the previous
+    result), so fork and lock-down are off the program's critical path."""
     try:
         os.setsid()
         with contextlib.suppress(Exception):
@@ -44,8 +47,10 @@ def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: in
         # The channel moves to a descriptor far from the usual ones; everything else the worker holds is closed.
         hidden = 1000 + (int.from_bytes(key[:2], "big") % 8000)
         os.dup2(chan_fd, hidden)
+        inbox = hidden + 1
+        os.dup2(prog_fd, inbox)
         for fd in _open_fds():  # only what is open: closerange over 64k descriptors costs milliseconds
-            if fd > 2 and fd != hidden:
+            if fd > 2 and fd not in (hidden, inbox):
                 with contextlib.suppress(OSError):
                     os.close(fd)
         _set_rlimits(config)
@@ -66,6 +71,16 @@ def child_main(program: Program, config: SandboxConfig, workdir: str, out_fd: in
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)
     send({"type": "ready", "seccomp": seccomp_on, "t": time.monotonic()})
+    try:
+        message = read_msg(inbox)
+        os.close(inbox)
+        if message is None:  # the worker discarded this child (it is shutting down)
+            os._exit(0)
+        program = Program(**message["program"])
+    except BaseException as exc:  # noqa: BLE001
+        with contextlib.suppress(Exception):
+            send({"type": "done", "outcome": "sandbox_error", "message": f"program hand-off failed: {exc}"[:500]})
+        os._exit(0)
     _run(program, config, workdir, send)
 
 

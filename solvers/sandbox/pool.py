@@ -51,7 +51,7 @@ def _repo_paths() -> list[str]:
     return sorted(p for p in paths if os.path.exists(p))
 
 
-def bwrap_command(slot_cgroup: cgroups.SlotCgroup | None, licenses: dict[str, str], caps: bool) -> list[str]:
+def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, str], caps: bool) -> list[str]:
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
            "--unshare-uts", "--hostname", "sandbox", "--clearenv"]
     for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"):
@@ -75,7 +75,7 @@ def bwrap_command(slot_cgroup: cgroups.SlotCgroup | None, licenses: dict[str, st
                 cmd += ["--perms", "0755", "--dir", d]
         cmd += ["--ro-bind", path, path]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-    if slot_cgroup is not None:
+    for slot_cgroup in slot_cgroups:
         for d in slot_cgroup.dirs:
             cmd += ["--bind", d, d]
     if licenses:
@@ -104,10 +104,14 @@ def _world_traversable(path: str) -> bool:
     return True
 
 
-def slot_uid(config: SandboxConfig, index: int) -> int:
-    """The uid of slot ``index``'s programs: distinct per pool process and slot, so that concurrent pools (other
-    processes on the machine) never share a uid, and RLIMIT_NPROC counts one program's processes only."""
-    return config.uid_base + (os.getpid() % 65536) * 64 + index
+SUBSLOTS = 2  # a worker alternates two (uid, cgroup) pairs: the next child is prepared while the last one exits
+
+
+def slot_uid(config: SandboxConfig, index: int, sub: int = 0) -> int:
+    """The uid of slot ``index``'s programs (sub-slot ``sub``): distinct per pool process, slot and sub-slot, so
+    that concurrent pools (other processes on the machine) never share a uid, a prepared child never shares one
+    with the previous program's leftovers, and RLIMIT_NPROC counts one program's processes only."""
+    return config.uid_base + (os.getpid() % 65536) * 64 + index * SUBSLOTS + sub
 
 
 class WorkerProcess:
@@ -123,13 +127,18 @@ class WorkerProcess:
 
             raise SandboxError("bubblewrap is required by the config but does not work here", culprit="isolation")
         is_root = os.geteuid() == 0
-        self.cgroup = cgroups.create_slot(f"flywheel-{os.getpid()}-w{index}-{id(self):x}", config.memory_mb,
-                                          config.max_pids) if is_root else None
+        made = [cgroups.create_slot(f"flywheel-{os.getpid()}-w{index}-{id(self):x}-{sub}", config.memory_mb,
+                                    config.max_pids) if is_root else None for sub in range(SUBSLOTS)]
+        self.cgroups = [c for c in made if c is not None]
+        if len(self.cgroups) != SUBSLOTS:  # all or nothing
+            for c in self.cgroups:
+                c.remove()
+            self.cgroups = []
         layers: list[str] = []
         if use_bwrap:
             layers += ["bwrap", "netns", "pidns", "ro-system", "tmpfs-workdir"]
             licenses = {name: f"/run/licenses/{name}" for name in config.license_files}
-            cmd = bwrap_command(self.cgroup, config.license_files, caps=is_root)
+            cmd = bwrap_command(self.cgroups, config.license_files, caps=is_root)
             workroot = "/tmp/work"
         else:
             layers += ["process"]
@@ -141,17 +150,17 @@ class WorkerProcess:
         drop_uid = is_root and (use_bwrap or all(_world_traversable(p) for p in _repo_paths()))
         if drop_uid:
             layers.append("uid")
-        if self.cgroup is not None:
-            layers.append(f"cgroup-v{self.cgroup.version}")
+        if self.cgroups:
+            layers.append(f"cgroup-v{self.cgroups[0].version}")
         layers.append("rlimits")
         cmd += [sys.executable, "-m", "solvers.sandbox.worker"]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/tmp", start_new_session=True)
-        slot: dict[str, Any] = {"uid": slot_uid(config, index) if drop_uid else None, "licenses": licenses,
+        slot: dict[str, Any] = {"uids": [slot_uid(config, index, sub) for sub in range(SUBSLOTS)] if drop_uid
+                                else None, "licenses": licenses,
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
-                                "cgroup": {"version": self.cgroup.version, "dirs": list(self.cgroup.dirs)}
-                                if self.cgroup else None}
+                                "cgroups": [{"version": c.version, "dirs": list(c.dirs)} for c in self.cgroups]}
         write_msg(self.proc.stdin.fileno(), {"config": config.model_dump(mode="json"), "slot": slot})
         ready = self._read(READY_TIMEOUT_S)
         if ready is None or ready.get("type") != "ready":
@@ -196,8 +205,8 @@ class WorkerProcess:
             self.proc.wait()
         with contextlib.suppress(Exception):
             self.proc.stdout.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
+        for c in self.cgroups:
+            c.remove()
 
 
 class Pool:
@@ -326,7 +335,7 @@ class Pool:
                 cond.notify_all()
 
     def uids(self) -> list[int]:
-        return [slot_uid(self.config, i) for i in range(self.size)]
+        return [slot_uid(self.config, i, sub) for i in range(self.size) for sub in range(SUBSLOTS)]
 
     def close(self) -> None:
         self.closed = True

@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from solvers.records import ExecStatus, Execution, SolveCall
@@ -32,6 +33,7 @@ from solvers.sandbox.classify import Observed, classify
 from solvers.sandbox.program import Program, SandboxConfig
 
 CHANNEL_CAP = 256 * 2**20
+DONE_MARK = b'"type": "done"'
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
 
@@ -47,17 +49,37 @@ def child_env(config: SandboxConfig, workdir: str, licenses: dict[str, str]) -> 
     return env
 
 
+@dataclass
+class Prepared:
+    """A forked, locked-down child waiting for its program on ``prog_w``."""
+
+    pid: int
+    workdir: str
+    out_r: int
+    err_r: int
+    chan_r: int
+    prog_w: int
+    key: bytes
+    forked_at: float
+    fork_s: float
+    cgroup: SlotCgroup | None
+
+
 class Worker:
     def __init__(self, config: SandboxConfig, slot: dict[str, Any]) -> None:
         self.config = config
-        self.uid: int | None = slot.get("uid")
-        cg = slot.get("cgroup")
-        self.cgroup = SlotCgroup(cg["version"], tuple(cg["dirs"])) if cg else None
+        uids = slot.get("uids") or [None, None]
+        cgs = [SlotCgroup(c["version"], tuple(c["dirs"])) for c in slot.get("cgroups") or []] or [None, None]
+        # Two (uid, cgroup) sub-slots used alternately: the next child is forked and locked down in one while the
+        # previous program's processes are still exiting in the other, so they never share a uid or a cgroup.
+        self.subslots: list[tuple[int | None, SlotCgroup | None]] = list(zip(uids, cgs, strict=True))
+        self.next_sub = 0
         self.licenses: dict[str, str] = slot.get("licenses", {})
         self.workroot = slot.get("workroot") or tempfile.mkdtemp(prefix="flywheel-sandbox-")
         os.makedirs(self.workroot, exist_ok=True)
         os.chmod(self.workroot, 0o711)  # children may enter their own directory, not list the others
         self.layers: list[str] = list(slot.get("layers", []))
+        self.prepared: Prepared | None = None
 
     def preload(self) -> list[str]:
         for var in THREAD_VARS:
@@ -76,43 +98,78 @@ class Worker:
         gc.freeze()
         return installed
 
-    def run(self, program: Program) -> tuple[Execution, bool]:
-        """Run one program; returns its execution and whether the worker saw an anomaly (then it is recycled)."""
+    def prepare(self) -> None:
+        """Fork and lock down the next child now, so that it is waiting when the next program arrives."""
+        if self.prepared is not None:
+            return
+        uid, cgroup = self.subslots[self.next_sub]
+        self.next_sub = (self.next_sub + 1) % len(self.subslots)
         workdir = tempfile.mkdtemp(dir=self.workroot)
-        if self.uid is not None:
-            os.chown(workdir, self.uid, self.uid)
+        if uid is not None:
+            os.chown(workdir, uid, uid)
         os.chmod(workdir, 0o700)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan_r, chan_w = os.pipe()
+        prog_r, prog_w = os.pipe()
         key = os.urandom(32)
         env = child_env(self.config, workdir, self.licenses)
-        oom_before = self.cgroup.oom_kills() if self.cgroup else 0
-        if self.cgroup:
-            self.cgroup.reset_peak()
-        start = time.monotonic()
+        started = time.monotonic()
         pid = os.fork()
-        self.forked_at = time.monotonic()
         if pid == 0:  # the child: never returns
             try:
-                for fd in (out_r, err_r, chan_r):
+                for fd in (out_r, err_r, chan_r, prog_w):
                     os.close(fd)
-                child_main(program, self.config, workdir, out_w, err_w, chan_w, key, self.cgroup, self.uid, env)
+                child_main(self.config, workdir, out_w, err_w, chan_w, prog_r, key, cgroup, uid, env)
             finally:
                 os._exit(72)
-        for fd in (out_w, err_w, chan_w):
+        forked_at = time.monotonic()
+        for fd in (out_w, err_w, chan_w, prog_r):
             os.close(fd)
+        self.prepared = Prepared(pid, workdir, out_r, err_r, chan_r, prog_w, key, forked_at, forked_at - started,
+                                 cgroup)
+
+    def discard(self) -> None:
+        """Kill the waiting child (worker shutdown)."""
+        p, self.prepared = self.prepared, None
+        if p is None:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(p.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(p.pid, 0)
+        for fd in (p.out_r, p.err_r, p.chan_r, p.prog_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(p.workdir, ignore_errors=True)
+
+    def run(self, program: Program) -> tuple[Execution, bool]:
+        """Run one program; returns its execution and whether the worker saw an anomaly (then it is recycled)."""
+        self.prepare()
+        p, self.prepared = self.prepared, None
+        assert p is not None
+        oom_before = p.cgroup.oom_kills() if p.cgroup else 0
+        if p.cgroup:
+            p.cgroup.reset_peak()
+        start = time.monotonic()
         try:
-            return self._supervise(program, pid, start, out_r, err_r, chan_r, key, oom_before)
+            write_msg(p.prog_w, {"program": program.model_dump(mode="json")})
+        except OSError:
+            pass  # the child died during set-up: supervision reports it (no "ready" -> sandbox_error)
+        with contextlib.suppress(OSError):
+            os.close(p.prog_w)
+        try:
+            return self._supervise(program, p, start, oom_before)
         finally:
-            for fd in (out_r, err_r, chan_r):
+            for fd in (p.out_r, p.err_r, p.chan_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(p.workdir, ignore_errors=True)
 
-    def _supervise(self, program: Program, pid: int, start: float, out_r: int, err_r: int, chan_r: int,
-                   key: bytes, oom_before: int) -> tuple[Execution, bool]:
+    def _supervise(self, program: Program, prepared: Prepared, start: float,
+                   oom_before: int) -> tuple[Execution, bool]:
         cfg = self.config
+        pid, out_r, err_r, chan_r, key = prepared.pid, prepared.out_r, prepared.err_r, prepared.chan_r, prepared.key
         buffers = {out_r: bytearray(), err_r: bytearray(), chan_r: bytearray()}
         totals = {out_r: 0, err_r: 0}
         sel = selectors.DefaultSelector()
@@ -125,6 +182,7 @@ class Worker:
         timed_out = output_flood = channel_flood = False
         exited: tuple[int, int, Any] | None = None
         open_fds = set(buffers)
+        scan_from = 0
         try:
             while exited is None:
                 remaining = deadline - time.monotonic()
@@ -138,6 +196,12 @@ class Worker:
                         break
                     if not self._read_into(fd, buffers, totals, sel, open_fds, chan_r):
                         continue
+                    if fd == chan_r and self.prepared is None and buffers[chan_r].find(DONE_MARK, scan_from) >= 0:
+                        # The program has finished: fork and lock down the next child (in the other sub-slot)
+                        # while this one exits. A forged mark only makes that happen early.
+                        self.prepare()
+                    if fd == chan_r:
+                        scan_from = max(0, len(buffers[chan_r]) - len(DONE_MARK))
                 if sum(totals.values()) > cfg.output_limit_bytes:
                     output_flood = True
                     break
@@ -145,11 +209,11 @@ class Worker:
                     channel_flood = True
                     break
             if exited is None:
-                self._kill(pid)
+                self._kill(pid, prepared.cgroup)
                 exited = os.wait4(pid, 0)
             reaped_at = time.monotonic()
             # Descendants may still hold the pipes (a daemonised grandchild): kill the whole slot, then drain.
-            leftovers = self._kill_rest(pid)
+            leftovers = self._kill_rest(pid, prepared.cgroup)
             drain_until = time.monotonic() + 0.5
             while open_fds and time.monotonic() < drain_until:
                 for skey, _ in sel.select(timeout=0.05):
@@ -165,7 +229,7 @@ class Worker:
         messages, channel_error = parse_frames(bytes(buffers[chan_r]), key)
         if channel_flood:
             channel_error = "result channel flooded"
-        oom = (self.cgroup.oom_kills() - oom_before) if self.cgroup else 0
+        oom = (prepared.cgroup.oom_kills() - oom_before) if prepared.cgroup else 0
         obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
                        cpu_s=rusage.ru_utime + rusage.ru_stime, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
@@ -181,11 +245,13 @@ class Worker:
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
         # Where the time went (CLOCK_MONOTONIC is shared by the worker and its child): fork, child set-up until
         # ready, the program (incl. capture), exit until reaped, and the worker's bookkeeping after that.
-        phases = {"fork_s": self.forked_at - start}
+        # fork_s and setup_s happened before the program arrived (the child was prepared ahead); wall_s starts at
+        # the hand-off.
+        phases = {"fork_s": prepared.fork_s}
         if "t" in ready:
-            phases["setup_s"] = ready["t"] - self.forked_at
+            phases["setup_s"] = ready["t"] - prepared.forked_at
             if "t" in done:
-                phases["program_s"] = done["t"] - ready["t"]
+                phases["program_s"] = done["t"] - max(ready["t"], start)
                 phases["exit_s"] = reaped_at - done["t"]
         phases["after_s"] = time.monotonic() - reaped_at
         phases = {k: round(max(v, 0.0), 5) for k, v in phases.items()}
@@ -226,28 +292,25 @@ class Worker:
                 buffers[fd] += data[:keep]
         return True
 
-    def _kill(self, pid: int) -> None:
+    def _kill(self, pid: int, cgroup: SlotCgroup | None) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        if self.cgroup:
-            self.cgroup.kill_all()
+        if cgroup:
+            cgroup.kill_all()
 
-    def _kill_rest(self, pid: int) -> int:
-        """Kill whatever the program left behind (its group, its cgroup); returns how many there were."""
+    def _kill_rest(self, pid: int, cgroup: SlotCgroup | None) -> int:
+        """Kill whatever the program left behind (its group, its cgroup); returns how many there were. Orphans are
+        reaped by the sandbox's init (bwrap) or the host's, never by this worker, which waits for its own only."""
         leftovers = 0
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
             leftovers += 1
-        if self.cgroup:
-            pids = self.cgroup.pids()
+        if cgroup:
+            pids = cgroup.pids()
             leftovers = max(leftovers, len(pids))
-            self.cgroup.kill_all()
-        # reap any of our own children that ended (orphans re-parented to us inside a pid namespace)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
+            cgroup.kill_all()
         return leftovers
 
 
@@ -270,13 +333,14 @@ def main() -> None:
     slot = hello["slot"]
     if slot.get("unshare_net") and _unshare_net():
         slot.setdefault("layers", []).append("netns")
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a child that died early: EPIPE, handled, not a dead worker
     worker = Worker(config, slot)
     installed = worker.preload()
     if not seccomp.supported():
         worker.layers.append("no-seccomp")
     write_msg(proto_out, {"type": "ready", "hooks": installed, "pid": os.getpid(),
                           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+    worker.prepare()
     while True:
         msg = read_msg(proto_in)
         if msg is None:
@@ -284,6 +348,9 @@ def main() -> None:
         program = Program(**msg["program"])
         execution, anomaly = worker.run(program)
         write_msg(proto_out, {"type": "result", "execution": execution.model_dump(mode="json"), "anomaly": anomaly})
+        if not anomaly:  # an anomalous worker is about to be replaced: no child for it
+            worker.prepare()
+    worker.discard()
 
 
 if __name__ == "__main__":
