@@ -85,11 +85,21 @@ def feature_model(kind: str) -> Model:
 KINDS = ("lp", "milp", "qp")
 
 
+def unbounded_model() -> Model:
+    """max x + y with x - y <= 2: unbounded along x = y."""
+    b = ModelBuilder("unbounded")
+    b.add_set("items", ["x", "y"])
+    v = b.add_vars("amount", ("items",))
+    b.add_constr("gap", (), [(v[("x",)], 1), (v[("y",)], -1)], "<=", 2)
+    b.set_objective("maximize", [(v[("x",)], 1), (v[("y",)], 1)])
+    return b.build()
+
+
 @pytest.fixture(scope="module")
 def runs():
     jobs, programs = [], []
-    for kind in KINDS:
-        model = feature_model(kind)
+    for kind in (*KINDS, "unbounded"):
+        model = unbounded_model() if kind == "unbounded" else feature_model(kind)
         truth = solve_ground_truth(model)
         for api in APIS:
             if kind == "qp" and api == "ortools":
@@ -116,6 +126,19 @@ def test_every_feature_reproduces_ground_truth(runs, kind: str, api: str) -> Non
     # Same tolerance as the family matrix: MIP gaps closed to 1e-9, solver feasibility 1e-6.
     assert abs(final.objective - truth.objective) <= 1e-6 * (abs(truth.objective) + 1), (final.objective,
                                                                                          truth.objective)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", APIS)
+def test_unbounded_model_is_reported(runs, api: str) -> None:
+    truth, _, execution = runs[("unbounded", api)]
+    assert truth.status == SolveStatus.UNBOUNDED and not truth.disputed
+    final = execution.final_solve
+    assert final is not None, f"{execution.status}: {execution.error}"
+    # Presolve in several solvers proves only "infeasible or unbounded"; either is a truthful report.
+    assert final.status in (SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD), final.status
+    assert "Traceback" not in execution.stderr
+    assert "Optimal objective" not in execution.stdout
 
 
 def test_programs_read_like_a_person_wrote_them() -> None:

@@ -55,8 +55,11 @@ class OrtoolsRenderer(Renderer):
     def model_lines(self, p: Plan) -> list[str]:
         if self.backend == "cp-sat":
             return ["model = cp_model.CpModel()"]
-        engine, why = ("SCIP", "a MIP") if p.is_mip else ("GLOP", "a linear program")
-        return [f'solver = pywraplp.Solver.CreateSolver("{engine}")  # {engine} for {why}']
+        if p.is_mip:
+            return ['solver = pywraplp.Solver.CreateSolver("SCIP")  # SCIP for a MIP']
+        return ['solver = pywraplp.Solver.CreateSolver("GLOP")  # GLOP for a linear program',
+                "# GLOP's presolve reports an unbounded LP as INFEASIBLE; without it the status is right.",
+                'solver.SetSolverSpecificParametersAsString("use_preprocessing: false")']
 
     # ---- variables ---------------------------------------------------------------------------------
 
