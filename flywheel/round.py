@@ -136,7 +136,11 @@ def _generate_item(task: tuple[int, str, int, int | None, float, str]) -> dict[s
         errors.append({"stage": "ground_truth", "kind": type(exc).__name__, "message": _one_line(exc)})
     programs: dict[str, str] = {}
     try:
-        from solvers.render import APIS, render
+        from solvers.render import APIS, render, supports
+
+        if problem.ir is not None and not supports(problem.ir, api):
+            # e.g. ortools has no usable QP solver here: the reference program goes to the next API that has one
+            api = next((a for a in APIS if supports(problem.ir, a)), api)
 
         for a in APIS:
             try:
