@@ -171,7 +171,7 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
     if any(v.vtype != VarType.CONTINUOUS for v in model.variables):
         lp.integrality_ = [highspy.HighsVarType.kContinuous if v.vtype == VarType.CONTINUOUS
                            else highspy.HighsVarType.kInteger for v in model.variables]
-    h = new_highs(highspy)
+    h = new_highs()
     for option, setting in (("output_flag", False), ("threads", 1), ("time_limit", float(time_limit_s)),
                             ("mip_rel_gap", MIP_GAP), ("mip_abs_gap", MIP_GAP), ("random_seed", 0)):
         h.setOptionValue(option, setting)
@@ -212,9 +212,11 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
 _banner_shown = False
 
 
-def new_highs(highspy):  # type: ignore[no-untyped-def]
+def new_highs():  # type: ignore[no-untyped-def]
     """A Highs instance; the first one in a process prints a banner to fd 1 before options exist, so that one
     is built with fd 1 pointed at /dev/null (ground truth is silent: stdout may be a program's channel)."""
+    import highspy
+
     global _banner_shown
     if _banner_shown:
         return highspy.Highs()
