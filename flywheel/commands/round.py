@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -55,7 +58,7 @@ def register(app: typer.Typer) -> None:
         # Piped output has no terminal width; Rich would squeeze the summary into 80 columns.
         stream = sys.stderr if fmt == "json" else sys.stdout
         console = Console(stderr=fmt == "json", width=None if stream.isatty() else 140)
-        with Store.open(cfg.store.path) as st:
+        with Store.open(cfg.store.path) as st, _stdout_to_stderr(fmt == "json"):
             outcome = _run_with_progress(st, plan, cfg.round.workers, console, progress and fmt != "json")
         if fmt == "json":
             typer.echo(json.dumps({"round": outcome.round, "status": outcome.status, "store": cfg.store.path,
@@ -63,6 +66,24 @@ def register(app: typer.Typer) -> None:
                                    "notes": outcome.notes}, indent=1, default=str))
             return
         print_summary(console, outcome, cfg.store.path)
+
+
+@contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Keep stdout clean for ``--format json``: solver libraries print banners straight to file descriptor 1
+    (HiGHS does when a model is first built in this process), which no Python-level redirect can catch."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _run_with_progress(store: Store, plan: RoundPlan, workers: int | None, console: Console,
