@@ -135,12 +135,13 @@ def verify_all(op: str, backend: str, args: tuple[Any, ...], kwargs: dict[str, A
 
 
 def tune_op(op: str, shape: str, dtype: str, device: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-            repeats: int, profile_ms: float, extra: list[Callable[..., Candidate]] | None = None) -> OpResult:
+            repeats: int, profile_ms: float, extra: list[Callable[..., Candidate]] | None = None,
+            skip: set[str] | None = None) -> OpResult:
     res = OpResult(op, shape, dtype, profile_ms)
     ref_ms = time_backend(registry.get(op).fn, args, kwargs, dtype, device, repeats)
     res.candidates.append(Candidate("reference", True, ref_ms, 0.0))
     for b in registry.backends(op, device):
-        if b.name == "reference":
+        if b.name == "reference" or b.name in (skip or ()):
             continue
         ok, err, detail = verify_all(op, b.name, args, kwargs, dtype, device)
         if not ok:
@@ -192,7 +193,7 @@ def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> T
 
 def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, repeats: int = 5,
          step_repeats: int = 3, ops: set[str] | None = None, out: Path | None = None,
-         candidate_files: list[str] | None = None,
+         candidate_files: list[str] | None = None, skip: set[str] | None = None,
          progress: Callable[[str], None] = lambda s: None) -> tuple[TuningTable, list[OpResult], dict[str, float]]:
     """The whole loop; returns the table, the per-op results and {"before_s", "after_s"} step times."""
     extra = file_candidates(candidate_files or [])
@@ -205,7 +206,7 @@ def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, r
             continue
         progress(f"tuning {op} {shape} {dt}")
         args, kwargs = captured[(op, shape, dt)]
-        results.append(tune_op(op, shape, dt, device, args, kwargs, repeats, profile.get(op, 0.0), extra))
+        results.append(tune_op(op, shape, dt, device, args, kwargs, repeats, profile.get(op, 0.0), extra, skip))
     files = {f"file:{Path(p).stem}": str(Path(p).resolve()) for p in candidate_files or []}
     table = build_table(results, device, {"dtype": dtype, "batch": list(batch.shape), "profile_ms": profile,
                                           "torch": torch.__version__, "candidate_files": files})

@@ -65,6 +65,7 @@ def register(app: typer.Typer) -> None:
         repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
         op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
         candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
+        skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
         """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
@@ -87,7 +88,7 @@ def register(app: typer.Typer) -> None:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as prog:
             task = prog.add_task("tuning")
             table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
-                                         out=out, candidate_files=[str(c) for c in candidate],
+                                         out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
                                          progress=lambda s: prog.update(task, description=s))
         out_rows = []
         for r in results:

@@ -5,11 +5,11 @@ produces them), upcast to fp32, ``F.cross_entropy``. Its peak memory is several 
 fp32 copy, log-softmax, the gradient).
 
 ``chunked`` is a custom autograd Function (the Liger-Kernel scheme): the forward walks the tokens in chunks, computes
-each chunk's logits in fp32, its loss, and *at once* its gradient w.r.t. the chunk's hidden states and its
+each chunk's logits (GEMM in fp32; ``chunked_autocast``: in the autocast dtype, as the reference's LM head), its loss, and *at once* its gradient w.r.t. the chunk's hidden states and its
 contribution to the weight gradient (softmax - onehot, scaled); the logits chunk is then freed. Backward only
 scales the stored gradients by the incoming grad. Peak extra memory: one (chunk x V) block plus dH (T x D) and dW
-(V x D). ``chunked_bf16`` does the chunk GEMMs in bf16 (the LM head's autocast dtype) with fp32 softmax; chosen by the
-tuner where bf16 GEMMs are fast (GPUs, CPUs with AMX/AVX512-BF16).
+(V x D). ``chunked_autocast`` does the chunk GEMMs in the autocast dtype (bf16) with an fp32 softmax: the tuner's choice
+where bf16 GEMMs are fast (GPUs, CPUs with AMX / AVX512-BF16); ``chunked`` where they are emulated.
 
 Signature: ``fn(hidden_TD, weight_VD, labels_T, ignore_index=-100, reduction="sum") -> loss`` (mean divides by the
 number of non-ignored labels).
@@ -96,10 +96,12 @@ def chunked(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ig
     return _ChunkedLinearCE.apply(hidden, weight, labels, ignore_index, reduction, torch.float32)
 
 
-@backend(OP, "chunked_bf16")
-def chunked_bf16(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100,
-                 reduction: str = "sum") -> torch.Tensor:
-    return _ChunkedLinearCE.apply(hidden, weight, labels, ignore_index, reduction, torch.bfloat16)
+@backend(OP, "chunked_autocast")
+def chunked_autocast(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100,
+                     reduction: str = "sum") -> torch.Tensor:
+    dev = hidden.device.type
+    dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else hidden.dtype
+    return _ChunkedLinearCE.apply(hidden, weight, labels, ignore_index, reduction, dtype)
 
 
 def _ce_formula(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ignore_index: int,

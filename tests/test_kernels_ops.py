@@ -1,0 +1,107 @@
+"""Numerics of every eager backend against ``reference``: grids of shape x dtype, forward and backward.
+
+Tolerances are ``kernels.verify.TOLERANCE`` (relative to the reference's largest magnitude): fp32 1e-4 (backends only
+reorder float sums; fp32 roundoff is 6e-8, sums of <= 10^4 terms stay far inside 1e-4), bf16 autocast 6e-2 (~15 bf16
+ulps of 2^-8: a backend computing in fp32 where the reference rounds to bf16 after each GEMM differs by a few
+roundings per GEMM, a wrong formula by O(1)). ``compare`` checks outputs and the gradients of every input.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels import registry
+from kernels.benchmark import flce_case, moe_case
+from kernels.verify import compare, variants
+
+DTYPES = ["float32", "bfloat16"]
+
+
+def _g(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _leaf(*shape: int, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(*shape, generator=_g(seed)) * scale).requires_grad_(True)
+
+
+def _eager(op: str) -> list[str]:
+    """Backends that run here without compilation (compiled: test_kernels_compiled, triton: test_kernels_triton)."""
+    return [b.name for b in registry.backends(op, "cpu") if b.name not in ("reference", "compiled")]
+
+
+CASES = {
+    "rms_norm": [((_leaf(3, 7, 64), _leaf(64, seed=1), 1e-6), {}), ((_leaf(5, 4, 16, 16), _leaf(16, seed=2), 1e-5), {})],
+    "swiglu": [((_leaf(9, 128), _leaf(9, 128, seed=1)), {}), ((_leaf(2, 5, 33), _leaf(2, 5, 33, seed=1)), {})],
+    "rope": [((_leaf(2, 4, 9, 16), _leaf(2, 2, 9, 16, seed=1), torch.randn(2, 9, 16, generator=_g(2)).cos(),
+               torch.randn(2, 9, 16, generator=_g(3)).sin()), {})],
+    "fused_linear_cross_entropy": [flce_case(37, 32, 500), flce_case(64, 16, 3000)],
+    "moe_dispatch": [moe_case(50, 32, 24, 4, 2), moe_case(31, 16, 8, 8, 3)],
+    "attention": [((_leaf(2, 4, 11, 16), _leaf(2, 2, 11, 16, seed=1), _leaf(2, 2, 11, 16, seed=2), None, 0.25), {})],
+}
+GRID = [(op, i, b, dt) for op, cases in CASES.items() for i in range(len(cases)) for b in _eager(op) for dt in DTYPES]
+
+
+@pytest.mark.parametrize(("op", "case", "backend", "dtype"), GRID)
+def test_backend_matches_reference(op: str, case: int, backend: str, dtype: str) -> None:
+    args, kwargs = CASES[op][case]
+    if backend == "grouped_mm" and dtype == "float32":
+        pytest.skip("torch._grouped_mm has no fp32 CPU kernel in torch 2.13 (the tuner records it as failed)")
+    for name, inputs in variants(op, args):
+        check = compare(op, backend, inputs, kwargs, dtype)
+        assert check.ok, f"{op}/{backend}/{dtype} on {name} inputs: {check.detail}"
+
+
+def test_flce_chunks_and_ignored_labels() -> None:
+    """More chunks than one (tiny chunk size) and a row of ignored labels: the same loss and gradients."""
+    from kernels.ops import fused_linear_cross_entropy as flce
+
+    args, _ = flce_case(40, 16, 300)
+    args[2][:10] = -100
+    old = flce.CHUNK_ELEMENTS
+    flce.CHUNK_ELEMENTS = 300 * 7  # 7 rows per chunk -> 6 chunks
+    try:
+        for reduction in ("sum", "mean"):
+            check = compare("fused_linear_cross_entropy", "chunked", (*args[:4], reduction), {}, "float32")
+            assert check.ok, check.detail
+    finally:
+        flce.CHUNK_ELEMENTS = old
+
+
+ROUTER_CASES = [
+    ("softmax", 4, 2, {}),
+    ("softmax", 16, 4, {"norm_topk_prob": False}),
+    ("sigmoid", 8, 2, {"bias": torch.randn(8, generator=_g(5)) * 0.1}),
+    ("sigmoid", 64, 6, {"bias": torch.randn(64, generator=_g(6)) * 0.1, "n_group": 8, "topk_group": 4,
+                        "scaling": 2.5}),
+]
+
+
+@pytest.mark.parametrize(("mode", "experts", "k", "kw"), ROUTER_CASES)
+@pytest.mark.parametrize("backend", ["fused"])
+def test_router_selects_exactly_the_reference_experts(mode: str, experts: int, k: int, kw: dict,
+                                                      backend: str) -> None:
+    logits = _leaf(300, experts, seed=7)
+    for name, inputs in variants("moe_router", (logits, k, mode)):
+        check = compare("moe_router", backend, inputs, kw, "float32")
+        assert check.ok, f"{mode} E={experts} k={k} on {name}: {check.detail}"
+
+
+def test_router_group_limit_is_respected() -> None:
+    """DeepSeek-V3 group-limited choice: every chosen expert lies in one of the topk_group best groups."""
+    fn = registry.get("moe_router").fn
+    logits = torch.randn(200, 16, generator=_g(8))
+    _, idx = fn(logits, 4, "sigmoid", bias=torch.zeros(16), n_group=4, topk_group=2)
+    assert all(len(set(row.tolist())) <= 2 for row in idx // 4)
+
+
+def test_wrong_backend_is_rejected() -> None:
+    """The checker must fail a wrong formula (otherwise the grid above proves nothing)."""
+    registry.backend("swiglu", "wrong_for_test", devices=("cpu",))(lambda g, u: torch.sigmoid(g) * u)
+    try:
+        args, _ = CASES["swiglu"][0]
+        assert not compare("swiglu", "wrong_for_test", args, {}, "float32").ok
+        assert not compare("swiglu", "wrong_for_test", args, {}, "bfloat16").ok
+    finally:
+        del registry.OPS["swiglu"]["wrong_for_test"]
