@@ -1,0 +1,194 @@
+"""The shapes of a rendering plan: what ``plan(model)`` hands every renderer (sets, parameters, variable groups,
+constraint groups as templates or written-out rows, the objective)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solvers.ir import ConSense, Model, ObjSense, Parameter, VarType
+from solvers.render.names import Key, Namespace, key_lit, lit, wrap_items
+
+# ---- the plan -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetPlan:
+    ident: str
+    name: str
+    elements: Key
+    description: str
+
+
+@dataclass(frozen=True)
+class ParamPlan:
+    ident: str
+    param: Parameter
+    keys: dict[Key, float] | None  # None for a scalar
+
+    def literal(self) -> str:
+        if self.keys is None:
+            return lit(float(self.param.values))  # type: ignore[arg-type]
+        return wrap_items([f"{key_lit(k)}: {lit(v)}" for k, v in self.keys.items()], "{", "}")
+
+
+@dataclass
+class VarGroupPlan:
+    ident: str
+    name: str
+    sets: tuple[str, ...]  # set names of the index positions
+    set_idents: tuple[str, ...]
+    keys: list[Key]  # index tuples, in IR order
+    full: bool  # keys are the whole product of the sets (in product order)
+    keys_ident: str | None  # the data list of keys when not ``full``
+    vtype: VarType
+    lb: float | None  # uniform bounds (ignored when *_ident is set)
+    ub: float | None
+    lb_ident: str | None = None  # per-key bound dicts when bounds differ within the group
+    ub_ident: str | None = None
+    lbs: dict[Key, float | None] = field(default_factory=dict)
+    ubs: dict[Key, float | None] = field(default_factory=dict)
+    description: str = ""
+    unit: str = ""
+
+    @property
+    def scalar(self) -> bool:
+        return not self.sets
+
+
+@dataclass(frozen=True)
+class Gen:
+    """One generator of a comprehension: ``for targets in source [if target == bound ...]``."""
+
+    targets: tuple[str, ...]
+    source_kind: str  # "set" | "keys" | "param" (iterate a parameter's keys)
+    source: str  # identifier of the set / key list / parameter
+    conditions: tuple[tuple[str, str], ...] = ()
+
+    def text(self, source_text: str) -> str:
+        t = ", ".join(self.targets)
+        cond = " and ".join(f"{a} == {b}" for a, b in self.conditions)
+        return f"for {t} in {source_text}" + (f" if {cond}" if cond else "")
+
+
+@dataclass(frozen=True)
+class Coef:
+    """A coefficient or right-hand side: a constant, or sign * a parameter indexed by position names."""
+
+    const: float | None = None
+    param: str | None = None  # parameter identifier
+    index: tuple[str, ...] = ()  # names (loop variables) indexing the parameter
+    sign: float = 1.0
+    factor: str | None = None  # a scalar parameter multiplying it
+
+    def text(self) -> str:
+        """The magnitude (sign handled by the caller)."""
+        if self.param is None:
+            return lit(abs(self.const or 0.0))
+        base = f"{self.param}[{', '.join(self.index)}]" if self.index else self.param
+        return f"{base} * {self.factor}" if self.factor else base
+
+    @property
+    def negative(self) -> bool:
+        return (self.const or 0.0) < 0 if self.param is None else self.sign < 0
+
+    @property
+    def is_one(self) -> bool:
+        return self.param is None and abs(self.const or 0.0) == 1.0
+
+
+@dataclass(frozen=True)
+class VarRef:
+    group: str  # variable group identifier
+    index: tuple[str, ...]  # expressions (loop variable names or literals)
+
+
+@dataclass(frozen=True)
+class TermT:
+    """``coef * var [* var2]`` summed over ``gens`` (no gens: a single term)."""
+
+    coef: Coef
+    vars: tuple[VarRef, ...]
+    gens: tuple[Gen, ...]
+
+
+@dataclass(frozen=True)
+class RowLoop:
+    targets: tuple[str, ...]
+    gens: tuple[Gen, ...]  # how the rows are enumerated (nested set loops, a key list, a parameter's keys)
+
+
+@dataclass
+class Row:
+    """An explicit row: terms (coef, var refs with literal indices)."""
+
+    name: str
+    terms: list[tuple[float, tuple[VarRef, ...]]]
+    sense: ConSense
+    rhs: float
+
+
+@dataclass
+class ConGroupPlan:
+    ident: str
+    name: str
+    description: str
+    n_rows: int
+    sense: ConSense | None = None
+    loop: RowLoop | None = None  # None: a single templated row, or explicit rows
+    terms: tuple[TermT, ...] = ()
+    rhs: Coef | None = None
+    rows: list[Row] = field(default_factory=list)  # explicit rows when no template fits
+    keys_ident: str | None = None  # data list of row keys when the loop runs over one
+
+    @property
+    def templated(self) -> bool:
+        return self.rhs is not None
+
+
+@dataclass
+class ObjectivePlan:
+    sense: ObjSense
+    description: str
+    terms: tuple[TermT, ...] | None  # templated linear + quadratic terms, or None
+    explicit: list[tuple[float, tuple[VarRef, ...]]]
+    constant: float
+
+
+@dataclass
+class Plan:
+    model: Model
+    sets: list[SetPlan]
+    params: list[ParamPlan]
+    var_groups: list[VarGroupPlan]
+    con_groups: list[ConGroupPlan]
+    objective: ObjectivePlan
+    extra_data: list[tuple[str, str, str]]  # (identifier, literal, comment) for key lists and bound dicts
+    namespace: Namespace
+
+    @property
+    def is_mip(self) -> bool:
+        return any(v.vtype != VarType.CONTINUOUS for v in self.model.variables)
+
+    @property
+    def is_quadratic(self) -> bool:
+        return bool(self.model.objective.quadratic)
+
+    def data_lines(self, infinity: str = "None", neg_infinity: str = "None") -> list[str]:
+        """The data block: sets, parameters, then key lists and bound dicts, with short comments."""
+        lines: list[str] = []
+        for s in self.sets:
+            if s.description:
+                lines.append(f"# {s.description}")
+            lines.append(f"{s.ident} = " + wrap_items([lit(e) for e in s.elements], "[", "]"))
+        for p in self.params:
+            note = p.param.description + (f" ({p.param.unit})" if p.param.unit else "")
+            if note.strip():
+                lines.append(f"# {note.strip()}")
+            lines.append(f"{p.ident} = {p.literal()}")
+        for name, literal, comment in self.extra_data:
+            if comment:
+                lines.append(f"# {comment}")
+            lines.append(f"{name} = {literal.replace('__NEGINF__', neg_infinity).replace('__INF__', infinity)}")
+        return lines
+
+
