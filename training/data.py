@@ -74,7 +74,9 @@ def tokenize_row(row: dict[str, Any], tokenizer: Any) -> Document:
         text, spans = render_chat(list(row["messages"]))
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         keep = [any(a <= start < b for a, b in spans) for start, _ in enc["offset_mapping"]]
-        return Document([tokenizer.convert_tokens_to_ids(BOS), *enc["input_ids"]], [False, *keep])
+        # No BOS: the tokens are exactly what ``apply_chat_template(..., add_generation_prompt=True)`` gives the
+        # model at inference (the hf: policy, selection, eval), so the prompt it is trained on is the one it sees.
+        return Document(enc["input_ids"], keep)
     if "text" in row and row["text"] is not None:
         ids = tokenizer(row["text"], add_special_tokens=False)["input_ids"]
         bos, eos = tokenizer.convert_tokens_to_ids(BOS), tokenizer.eos_token_id

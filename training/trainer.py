@@ -116,7 +116,7 @@ class Trainer:
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=r.train.lr, betas=r.train.betas, eps=1e-8, foreach=False)
+            lr=r.train.lr, betas=r.train.betas, eps=1e-8)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio))
         if ckpt:
@@ -241,7 +241,7 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.grad is not None]
         if not params:
             return 0.0
-        norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"), foreach=False)
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
         if hasattr(norm, "full_tensor"):
             norm = norm.full_tensor()
         return float(norm)

@@ -89,6 +89,24 @@ def register(app: typer.Typer) -> None:
                 summary = launch(config, run_dir, device, 1, resume, progress)
         _print_summary(summary, fmt)
 
+    @train_app.command("list")
+    def list_(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
+        """Built-in recipes, tiny model configs and devices."""
+        from training.config import builtin_recipes
+        from training.device import DEVICES
+        from training.models import TINY_CONFIGS
+
+        data = {"recipes": builtin_recipes(), "models": sorted(TINY_CONFIGS),
+                "devices": {k: ("executed here" if v.executed_here else "not executed here") for k, v in DEVICES.items()}}
+        if fmt == "json":
+            typer.echo(json.dumps(data, indent=2))
+            return
+        table = Table("kind", "names", title="training")
+        table.add_row("recipes", ", ".join(data["recipes"]))
+        table.add_row("models", ", ".join(data["models"]))
+        table.add_row("devices", ", ".join(f"{k} ({v})" for k, v in data["devices"].items()))
+        Console().print(table)
+
     @train_app.command("select")
     def select(
         cpt_run: Path = typer.Argument(..., help="CPT run folder (its checkpoints/step-N are the candidates)"),
