@@ -64,11 +64,11 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path: Pat
 
     victim = tmp_path / "victim"
     rng = np.random.default_rng(20261130)
-    # Four kills: two at random instants, one once a random number of items is generated, one once a random
-    # number of attempts is executed (so both stages are cut mid-way), each followed by a random extra
-    # 0-1.5 s so the kill can land anywhere, inside a Parquet write included. Then a run that completes.
-    schedule = [("time", rng.uniform(0.2, 0.6) * full_s), ("round_items", int(rng.integers(2, 11))),
-                ("executions", int(rng.integers(2, 11))), ("time", rng.uniform(0.2, 0.6) * full_s)]
+    # Four kills: one once a random number of items is generated, one once a random number of attempts is
+    # executed (so both stages are cut mid-way; a threshold kill waits a random extra 0-0.5 s so it can land
+    # anywhere, inside a Parquet write included), and two at random instants. Then a run that completes.
+    schedule = [("round_items", int(rng.integers(2, 10))), ("time", rng.uniform(0.2, 0.6) * full_s),
+                ("executions", int(rng.integers(2, 10))), ("time", rng.uniform(0.2, 0.6) * full_s)]
     progress: list[tuple[int, int]] = []  # (items generated, attempts executed) committed at each kill
     for kind, target in schedule:
         proc = run(victim)
@@ -77,7 +77,7 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path: Pat
             if kind == "time" and time.monotonic() - began >= target:
                 break
             if kind != "time" and committed(victim)[0 if kind == "round_items" else 1] >= target:
-                time.sleep(rng.uniform(0.0, 1.5))
+                time.sleep(rng.uniform(0.0, 0.5))
                 break
             time.sleep(0.2)
         if proc.poll() is None:
