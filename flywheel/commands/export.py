@@ -37,6 +37,8 @@ def register(app: typer.Typer) -> None:
         include_rejected: bool = typer.Option(False, "--include-rejected", help="do not require accepted"),
         ngram: int = typer.Option(13, "--ngram", help="word n-gram length of the decontamination overlap test"),
         system: str | None = typer.Option(None, "--system", help="system message for SFT records"),
+        template: str | None = typer.Option(None, "--template", help="SFT: render the prompt with this policy "
+                                            "template (as `run-round --policy` sends it) instead of the bare question"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace a non-empty output directory"),
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
@@ -47,7 +49,7 @@ def register(app: typer.Typer) -> None:
         req = ExportRequest(
             stage=stage, out=out, where=where, suite=suite, include_rejected=include_rejected, mix_file=mix,
             benchmarks=tuple(benchmark), decontaminate=not no_decontam, decontam=DecontamParams(n=ngram),
-            system=system, overwrite=overwrite,
+            system=system, template=template, overwrite=overwrite,
         )
         store = Store.open(store_path, create=False)
         try:

@@ -71,6 +71,7 @@ class ExportRequest(BaseModel):
     dedup: DedupParams = Field(default_factory=DedupParams)
     decontam: DecontamParams = Field(default_factory=DecontamParams)
     system: str | None = None
+    template: str | None = None  # SFT: render system/user turns with this policy prompt template (see formats)
     overwrite: bool = False
 
 
@@ -194,8 +195,9 @@ def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], Non
         (val_rows if is_val else train_rows).append(rep)
         split_of[cluster.representative] = "validation" if is_val else "train"
     copies = repeats(train_rows, mix.weights, rng)
-    train_out = [build_row(req.stage, r, req.system) for r, n in zip(train_rows, copies, strict=True) for _ in range(n)]
-    val_out = [build_row(req.stage, r, req.system) for r in val_rows]
+    train_out = [build_row(req.stage, r, req.system, req.template)
+                 for r, n in zip(train_rows, copies, strict=True) for _ in range(n)]
+    val_out = [build_row(req.stage, r, req.system, req.template) for r in val_rows]
 
     say("writing shard")
     files = _write_files(req, {"train": train_out, "val": val_out})
@@ -232,6 +234,7 @@ def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], Non
         "decontamination": {"enabled": req.decontaminate, **req.decontam.model_dump(mode="json"),
                             "benchmarks": bench_used},
         "system_prompt": req.system,
+        "prompt_template": req.template,
         "counts": counts,
         "files": files,
         "columns": SCHEMAS[req.stage].names,

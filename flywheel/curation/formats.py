@@ -60,17 +60,38 @@ def result_sentence(row: Row) -> str:
     return f"{ran} ends with solver status {status}."
 
 
-def sft_row(row: Row, system: str | None = None) -> dict[str, Any]:
-    messages = [{"role": "system", "content": system}] if system else []
-    messages += [
-        {"role": "user", "content": (row.get("question") or "").strip()},
-        {"role": "assistant", "content": assistant_text(row)},
-    ]
+def code_reply(row: Row) -> str:
+    """The reply a code-only prompt asks for: the fenced program and nothing else."""
+    return code_block(row.get("code") or "")
+
+
+# What the assistant turn holds when SFT records are rendered with a policy prompt template: the reply that template
+# asks for. Templates not listed get ``assistant_text`` (the policy's reasoning, or formulation + code).
+TEMPLATE_REPLIES: dict[str, Callable[[Row], str]] = {"code_only": code_reply}
+
+
+def sft_row(row: Row, system: str | None = None, template: str | None = None) -> dict[str, Any]:
+    """One chat record. With ``template`` (a policy prompt template name, see ``flywheel.policies.prompts``) the
+    system and user turns are exactly what the policy sends for this question and API, so a model trained on the
+    record is prompted at inference the way it was trained; without it the user turn is the bare question."""
+    if template:
+        from flywheel.policies.prompts import get_template, render
+
+        prompt = render(template, question=(row.get("question") or "").strip(), api=row.get("api") or "gurobipy")
+        messages = [dict(m) for m in prompt.messages]
+        if system:
+            messages = [{"role": "system", "content": system}] + [m for m in messages if m["role"] != "system"]
+        reply = TEMPLATE_REPLIES.get(get_template(template).name, assistant_text)(row)
+    else:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": (row.get("question") or "").strip()})
+        reply = assistant_text(row)
+    messages.append({"role": "assistant", "content": reply})
     return {"messages": messages, **_lineage(row)}
 
 
-def cpt_row(row: Row, system: str | None = None) -> dict[str, Any]:
-    del system  # documents have no system turn
+def cpt_row(row: Row, system: str | None = None, template: str | None = None) -> dict[str, Any]:
+    del system, template  # documents have no chat turns
     sections = [f"## Problem\n\n{(row.get('question') or '').strip()}"]
     formulation = (row.get("formulation") or "").strip()
     if formulation:
@@ -99,7 +120,7 @@ def _lineage(row: Row) -> dict[str, Any]:
 STAGES: dict[str, Callable[..., dict[str, Any]]] = {"sft": sft_row, "cpt": cpt_row}
 
 
-def build_row(stage: str, row: Row, system: str | None = None) -> dict[str, Any]:
+def build_row(stage: str, row: Row, system: str | None = None, template: str | None = None) -> dict[str, Any]:
     if stage not in STAGES:
         raise unknown_name("export stage", stage, list(STAGES))
-    return STAGES[stage](row, system)
+    return STAGES[stage](row, system, template)

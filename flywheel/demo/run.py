@@ -1,0 +1,256 @@
+"""The demo's stages, in order. Each stage writes its artefacts under the work directory and is skipped when they
+already exist, so an interrupted run resumes where it stopped (``--fresh`` starts over).
+
+Prompt alignment: every SFT shard is exported with ``--template code_only``, so its system and user turns are the
+exact messages the ``hf:`` policy sends in ``run-round --policy`` and in evaluation (the same template and API), and
+its assistant turn is the fenced program alone (what that template asks for).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flywheel.demo.metrics import copy_rate
+from flywheel.demo.sizes import DemoSize
+
+TEMPLATE = "code_only"
+HELDOUT = "heldout"
+
+
+class Demo:
+    def __init__(self, size: DemoSize, work: Path, reports: Path, log: Any = None) -> None:
+        self.size, self.work, self.reports = size, work, reports
+        self.store = work / "store"
+        self.flywheel = str(Path(sys.executable).with_name("flywheel"))
+        self.results: dict[str, Any] = {"size": size.name, "stages": {}}
+        self.log = log or sys.stderr
+        self.t0 = time.perf_counter()
+
+    # ---- plumbing -------------------------------------------------------------------------------------------
+    def say(self, msg: str) -> None:
+        print(f"[demo {time.perf_counter() - self.t0:7.1f}s] {msg}", file=self.log, flush=True)
+
+    def cli(self, *args: str) -> str:
+        """Run ``flywheel ARGS`` (the public CLI); its stdout is returned, a failure stops the demo with its tail."""
+        cmd = [self.flywheel, *args]
+        self.say("$ flywheel " + " ".join(args))
+        with (self.work / "commands.log").open("a") as fh:
+            fh.write("flywheel " + " ".join(args) + "\n")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"flywheel {args[0]} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return proc.stdout
+
+    def stage(self, name: str, seconds: float) -> None:
+        self.results["stages"][name] = round(seconds, 1)
+
+    def policy_config(self) -> Path:
+        path = self.work / "policy.toml"
+        s = self.size
+        path.write_text(
+            "# The demo's policy settings: the code-only template (the SFT shards are exported with it), greedy\n"
+            "# evaluation, completions long enough for one program.\n"
+            f"[policy]\ntemplate = \"{TEMPLATE}\"\nmax_tokens = {s.max_tokens}\nconcurrency = {s.batch_generate}\n"
+            f"[sandbox]\ntimeout_s = 30.0\ncpu_s = 30.0\n")
+        return path
+
+    # ---- data -----------------------------------------------------------------------------------------------
+    def round0(self) -> None:
+        s = self.size
+        if (self.store / "round0.done").exists():
+            return
+        t = time.perf_counter()
+        self.cli("run-round", "--store", str(self.store), "--problems", str(s.round0_problems), "--families",
+                 ",".join(s.families), "--seed", "0", "--api", s.api, "--difficulty", str(s.difficulty),
+                 "--infeasible-share", "0", "--workers", str(s.workers), "--no-progress")
+        (self.store / "round0.done").write_text("ok\n")
+        self.stage("round0", time.perf_counter() - t)
+
+    def export(self, stage: str, out: Path, *extra: str) -> dict[str, Any]:
+        if not (out / "manifest.json").exists():
+            args = ["export", "--store", str(self.store), "--stage", stage, "--out", str(out), "--no-decontam",
+                    "--overwrite", "--format", "json"]
+            if stage == "sft":
+                args += ["--template", TEMPLATE]
+            self.cli(*args, *extra)
+        return json.loads((out / "manifest.json").read_text())
+
+    def heldout(self) -> list[Any]:
+        """Problems from unseen seeds with their ground truth, as Problem records and as a benchmark JSONL."""
+        from flywheel.generators.base import derive_seed, generate_problem
+        from solvers.ground_truth import solve_ground_truth
+        from solvers.render import render
+
+        s = self.size
+        path = self.work / "heldout.jsonl"
+        problems = []
+        rows = []
+        for i in range(s.heldout_problems):
+            family = s.families[i % len(s.families)]
+            p = generate_problem(family, derive_seed(s.heldout_seed, i), s.difficulty, 0.0)
+            gt = solve_ground_truth(p.ir)
+            problems.append(p.model_copy(update={"ground_truth": gt}))
+            answer = gt.objective if gt.status.value == "optimal" else gt.status.value
+            rows.append({"id": p.problem_id, "question": p.question, "answer": answer, "family": family,
+                         "code": render(p.ir, s.api)})
+        if not path.exists():
+            path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "answer", "family")}) + "\n"
+                                    for r in rows))
+        self._heldout_shard(rows)
+        return problems
+
+    def _heldout_shard(self, rows: list[dict[str, Any]]) -> None:
+        """An SFT shard of the held-out problems with their reference programs: a weight-0 source in every SFT run,
+        so each run reports ``val_loss/heldout`` on the same unseen-seed examples (never trained on)."""
+        from flywheel.curation.formats import sft_row
+
+        out = self.work / "shards" / HELDOUT
+        if (out / "manifest.json").exists():
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        recs = [sft_row({"question": r["question"], "code": r["code"], "api": self.size.api,
+                         "problem_id": r["id"], "family": r["family"], "attempt_id": r["id"],
+                         "label_source": "heldout"}, template=TEMPLATE) for r in rows]
+        table = pa.Table.from_pylist(recs)
+        pq.write_table(table, out / "train.parquet")
+        pq.write_table(table, out / "val.parquet")
+        (out / "manifest.json").write_text(json.dumps({"stage": "sft", "source": "demo held-out problems",
+                                                       "counts": {"train": len(recs), "val": len(recs)}}) + "\n")
+
+    def subsample(self, shard: Path, n: int, out: Path) -> Path:
+        """The first ``n`` training rows of ``shard`` (rows are already shuffled by the export's mix seed)."""
+        if (out / "manifest.json").exists():
+            return out
+        out.mkdir(parents=True, exist_ok=True)
+        train = pq.read_table(shard / "train.parquet")
+        pq.write_table(train.slice(0, min(n, train.num_rows)), out / "train.parquet")
+        shutil.copy(shard / "val.parquet", out / "val.parquet")
+        (out / "manifest.json").write_text(json.dumps({"stage": "sft", "subsample_of": str(shard), "rows": n}) + "\n")
+        return out
+
+    # ---- training -------------------------------------------------------------------------------------------
+    def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
+               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0) -> Path:
+        """A recipe TOML: the training shard(s) at weight 1 and, for SFT, the held-out shard at weight 0."""
+        s = self.size
+        sources = [f'[[data.sources]]\npath = "{p}"\nname = "train"\nweight = 1.0\n' for p in shards[:1]]
+        sources += [f'[[data.sources]]\npath = "{p}"\nname = "train{i}"\nweight = 1.0\n'
+                    for i, p in enumerate(shards[1:], 1)]
+        if kind == "sft":
+            sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
+                           "weight = 0.0\n")
+        warmup = max(1, steps // 5)
+        text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n\n'
+                f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
+                f"[data]\nseq_len = {seq_len}\nval_rows = 16\n\n"
+                f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.batch_rows}\nlr = {lr}\n"
+                f"warmup_steps = {warmup}\neval_every = {s.eval_every}\nsave_every = {save_every}\n\n"
+                + "\n".join(sources))
+        path = self.work / "recipes" / f"{name}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def train(self, name: str, recipe: Path) -> Path:
+        out = self.work / "runs" / name
+        if not (out / "final" / "config.json").exists():
+            t = time.perf_counter()
+            if out.exists():
+                shutil.rmtree(out)
+            self.cli("train", "--recipe", str(recipe), "--out", str(out), "--format", "json")
+            self.stage(f"train:{name}", time.perf_counter() - t)
+        return out
+
+    # ---- evaluation -----------------------------------------------------------------------------------------
+    def generate(self, checkpoint: Path, problems: Sequence[Any], tag: str) -> list[Any]:
+        """Greedy completions of ``problems`` by the checkpoint through the hf: policy (same template and API)."""
+        from flywheel.config import load_config
+        from flywheel.policies.run import generate_attempts
+
+        settings = load_config(self.policy_config()).policy
+        run = generate_attempts(problems, f"hf:{checkpoint}", samples=1, temperature=0.0, api=self.size.api,
+                                round_id=0, cache_dir=self.work / "cache" / tag, progress=False, settings=settings)
+        return run.attempts
+
+    def evaluate(self, checkpoint: Path, problems: Sequence[Any], tag: str) -> dict[str, Any]:
+        """Pass@1 (strict and ORLM-lenient, via ``flywheel eval score``) and copy rate on held-out problems."""
+        out = self.work / "eval" / tag
+        summary_file = out / "result.json"
+        if summary_file.exists():
+            return json.loads(summary_file.read_text())
+        t = time.perf_counter()
+        attempts = self.generate(checkpoint, problems, tag)
+        by_id = {p.problem_id: p for p in problems}
+        out.mkdir(parents=True, exist_ok=True)
+        lines = []
+        rates = []
+        for a in attempts:
+            p = by_id[a.problem_id]
+            gt = p.ground_truth
+            answer = gt.objective if gt.status.value == "optimal" else gt.status.value
+            lines.append({"id": a.problem_id, "answer": answer, "completion": a.response, "solver_api": self.size.api,
+                          "family": p.family})
+            rate = copy_rate(p.question, a.code or a.response)
+            if rate is not None:
+                rates.append(rate)
+        comp = out / "completions.jsonl"
+        comp.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        self.cli("eval", "score", "--completions", str(comp), "--out", str(out), "--format", "json")
+        summary = json.loads((out / "summary.json").read_text())
+        rules = summary.get("all", summary)["rules"]
+        result = {"checkpoint": str(checkpoint), "items": len(lines),
+                  "pass@1_strict": rules["strict"]["pass@1"], "pass@1_lenient": rules["orlm_lenient"]["pass@1"],
+                  "copy_rate": sum(rates) / len(rates) if rates else 0.0,
+                  "has_code": sum(bool(a.code) for a in attempts) / max(1, len(attempts))}
+        summary_file.write_text(json.dumps(result, indent=2) + "\n")
+        self.stage(f"eval:{tag}", time.perf_counter() - t)
+        return result
+
+    def copy_curve(self, run: Path, problems: Sequence[Any], tag: str) -> list[dict[str, Any]]:
+        """Copy rate (and Pass@1) of each saved checkpoint of an SFT run on a few held-out problems."""
+        points = []
+        ckpts = sorted((run / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+        for ck in ckpts:
+            step = int(ck.name.split("-")[1])
+            r = self.evaluate(ck, problems[: self.size.copy_probe], f"{tag}-step{step}")
+            points.append({"step": step, **r})
+        return points
+
+    def bench(self, checkpoint: Path) -> dict[str, Any]:
+        out = self.work / "eval" / "nl4opt"
+        if not (out / "summary.json").exists():
+            bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "nl4opt"
+            if not bench.exists():
+                return {"skipped": f"{bench} not found"}
+            self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), "--limit",
+                     str(self.size.bench_limit), "--api", self.size.api, "--config", str(self.policy_config()),
+                     "--out", str(out), "--format", "json")
+        summary = json.loads((out / "summary.json").read_text())
+        rules = summary.get("all", summary)["rules"]
+        return {"items": summary.get("all", summary).get("items"), "pass@1_strict": rules["strict"]["pass@1"],
+                "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+
+
+def read_metrics(run: Path) -> list[dict[str, Any]]:
+    path = run / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def val_curve(run: Path, source: str = HELDOUT) -> list[tuple[int, float]]:
+    return [(m["step"], m[f"val_loss/{source}"]) for m in read_metrics(run) if f"val_loss/{source}" in m]
+
+
+def final_val(run: Path, source: str = HELDOUT) -> float | None:
+    curve = val_curve(run, source)
+    return curve[-1][1] if curve else None
