@@ -23,6 +23,7 @@ import numpy as np
 
 from contracts.equivalence.canonical import Canonical, initial_colours, refine
 from contracts.equivalence.stdform import INF, StdModel, normalize_name
+from solvers.ground_truth import new_highs
 
 # Solvers stop at 1e-6..1e-7 primal feasibility and (MIP) a 1e-9 gap set below; 1e-6 relative on objective values
 # is as tight as both sides can be held, and the perturbations we must detect move optima by far more.
@@ -48,7 +49,7 @@ def _highs(m: StdModel, lb: list[float], ub: list[float], cost: dict[int, float]
            integer: bool) -> Any:
     import highspy
 
-    h = highspy.Highs()
+    h = new_highs()  # the first Highs() in a process prints a banner to stdout; new_highs() keeps it quiet
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", TIME_LIMIT_S)
     h.setOptionValue("mip_rel_gap", 1e-9)
