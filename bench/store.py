@@ -96,8 +96,9 @@ def bench_store(root: Path, n_batches: int, batch: int, rounds: int) -> dict[str
                 store.write("bench_samples", rnd, rs)
             ingest_s += time.perf_counter() - t
             ingest_cpu_s += time.process_time() - c
+        repeat = [r for r in batch_rows(0, batch, rounds) if r.pop("round") == 1]
         t = time.perf_counter()
-        again = store.write("bench_samples", 1, [r for r in batch_rows(0, batch, rounds) if r.pop("round") == 1])
+        again = store.write("bench_samples", 1, repeat)
         dedup_s = time.perf_counter() - t
     assert again == 0
     store.close()

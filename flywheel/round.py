@@ -422,7 +422,8 @@ def stage_contracts(ctx: RoundContext) -> Iterator[int]:
     for start in range(0, len(ids), step):
         chunk = ids[start:start + step]
         samples = _load_samples(store, chunk, problem_from_row, attempt_from_row, execution_from_rows, Sample)
-        report = run_suite(suite, samples, round=r, executor=_executor(ctx))
+        # Threads, not processes: contracts spend their time in solvers, which release the GIL.
+        report = run_suite(suite, samples, round=r, executor=_executor(ctx), workers=ctx.workers)
         if report.repairs:
             store.write("repairs", r, [x.model_dump() for x in report.repairs])
         if report.disputes:

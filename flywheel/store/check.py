@@ -65,8 +65,6 @@ def check_store(store: Store, *, quarantine: bool = True) -> CheckReport:
         for mpath in sorted(table_dir.glob(f"round=*/*{MANIFEST_SUFFIX}")):
             part = part_of_manifest(mpath)
             if part in superseded:
-                report.findings.append(Finding(_rel(root, part), "superseded by a compacted part (the next writer "
-                                                                 "removes it)", "warning"))
                 continue
             problem = _check_part(part, mpath, name)
             if problem:
@@ -75,6 +73,9 @@ def check_store(store: Store, *, quarantine: bool = True) -> CheckReport:
                 continue
             stats["parts"] += 1
             stats["rows"] += int(read_manifest(mpath)["rows"])  # type: ignore[index]
+        if superseded:
+            report.findings.append(Finding(_rel(root, table_dir), f"{len(superseded)} part(s) superseded by "
+                                           "compaction, not read; the next writer session removes them", "warning"))
         for p in sorted(table_dir.glob("round=*/*.parquet")):
             if not manifest_path(p).exists():
                 report.findings.append(Finding(_rel(root, p), "orphan part without manifest (an interrupted write; "
