@@ -271,3 +271,21 @@ def test_compaction_merges_a_round_and_survives_a_crash_before_cleanup(tmp_path:
             pass
         assert len(list((path / "tables" / "problems" / "round=1").glob("*.parquet"))) == 1
         assert st.write("problems", 1, problem_rows(20)) == 0  # still idempotent after compaction
+
+
+def test_catalog_file_serves_the_same_views_to_the_duckdb_cli(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "s"
+    with Store.open(path) as st:
+        st.write("problems", 1, problem_rows(6))
+        st.write("attempts", 1, attempt_rows(4))
+    con = duckdb.connect(str(path / "catalog.duckdb"), read_only=True)  # what `duckdb catalog.duckdb` does
+    try:
+        assert con.execute("SELECT count(*) FROM problems").fetchone()[0] == 6
+        assert con.execute("SELECT count(*) FROM samples").fetchone()[0] == 4
+        assert con.execute("SELECT sum(rows) FROM _parts").fetchone()[0] == 10
+        version = con.execute("SELECT value FROM _meta WHERE key = 'schema_version'").fetchone()[0]
+        assert json.loads(version) == SCHEMA_VERSION
+    finally:
+        con.close()
