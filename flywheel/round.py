@@ -57,15 +57,28 @@ class RoundPlan:
     samples: int = 1  # policy samples per problem
     temperature: float = 0.7
     policy_settings: dict[str, Any] = field(default_factory=dict)  # the config's [policy] section
+    problems_file: str | None = None  # benchmark-shaped JSONL instead of generated problems
+    problems_file_hash: str = ""  # its content: the same path with new content is a new round
 
     @classmethod
     def from_config(cls, cfg: FlywheelConfig, suite: str | None = None, policy: str | None = None,
-                    samples: int = 1, temperature: float = 0.7) -> RoundPlan:
-        """Validate names (families, API) up front, so bad input fails before the store is touched."""
-        known = family_names()
-        families = tuple(cfg.round.families) or tuple(known)
-        for name in families:
-            get_family(name)  # raises UnknownNameError naming the family and the nearest known one
+                    samples: int = 1, temperature: float = 0.7, problems_file: str | None = None) -> RoundPlan:
+        """Validate names (families, API, the problems file) up front, so bad input fails before the store is
+        touched."""
+        file_hash, n_problems = "", cfg.round.problems
+        if problems_file is not None:
+            from flywheel.policies import load_problems_file
+
+            loaded = load_problems_file(problems_file)  # a bad line raises ConfigError naming FILE:LINE
+            if not loaded:
+                raise ConfigError("the problems file holds no problems", culprit=problems_file)
+            file_hash = content_hash(canonical_json([p.model_dump(mode="json") for p in loaded]))
+            n_problems = len(loaded)
+            families = tuple(sorted({p.family for p in loaded}))
+        else:
+            families = tuple(cfg.round.families) or tuple(family_names())
+            for name in families:
+                get_family(name)  # raises UnknownNameError naming the family and the nearest known one
         if len(set(families)) != len(families):
             raise ConfigError("a family is listed twice", culprit="--families")
         if cfg.round.api != "rotate" and cfg.round.api not in SOLVER_APIS:
@@ -79,16 +92,19 @@ class RoundPlan:
 
             parse_spec(policy)  # an unknown backend scheme fails here, before the store is touched
         settings = cfg.policy.model_dump(mode="json") if policy is not None and hasattr(cfg, "policy") else {}
-        return cls(problems=cfg.round.problems, families=families, seed=cfg.round.seed,
+        return cls(problems=n_problems, families=families, seed=cfg.round.seed,
                    difficulty=cfg.round.difficulty, infeasible_share=cfg.round.infeasible_share,
                    api=cfg.round.api, sandbox=cfg.sandbox.model_dump(mode="json"), suite=suite, policy=policy,
                    samples=samples if policy else 1, temperature=temperature if policy else 0.0,
-                   policy_settings=settings)
+                   policy_settings=settings, problems_file=str(problems_file) if problems_file else None,
+                   problems_file_hash=file_hash)
 
     def to_json(self) -> dict[str, Any]:
         out = {"problems": self.problems, "families": list(self.families), "seed": self.seed,
                "difficulty": self.difficulty, "infeasible_share": self.infeasible_share, "api": self.api,
                "sandbox": self.sandbox, "suite": self.suite}
+        if self.problems_file is not None:
+            out |= {"problems_file": self.problems_file, "problems_file_hash": self.problems_file_hash}
         if self.policy is not None:  # reference-only rounds keep the hash they always had
             out |= {"policy": self.policy, "samples": self.samples, "temperature": self.temperature,
                     "policy_settings": self.policy_settings}
@@ -160,6 +176,27 @@ def _generate_item(task: tuple[int, str, int, int | None, float, str]) -> dict[s
             "disputed": gt.disputed, "dispute_reason": gt.dispute_reason}
 
 
+def stage_load_file(ctx: RoundContext) -> Iterator[int]:
+    """Problems from a ``--problems-file`` (no IR, so no ground-truth solve and no reference program; a known
+    answer is their ground truth): stored as they are, in file order, as the round's items."""
+    from flywheel.policies import load_problems_file
+
+    plan, store, r = ctx.plan, ctx.store, ctx.round
+    problems = load_problems_file(plan.problems_file)  # type: ignore[arg-type]
+    done = {x["idx"] for x in store.query("SELECT idx FROM round_items WHERE round = ?", [r]).to_pylist()}
+    ctx.set_total("generate", len(problems))
+    ctx.advance("generate", len(done))
+    todo = [(i, p) for i, p in enumerate(problems) if i not in done]
+    step = commit_every(len(problems))
+    for start in range(0, len(todo), step):
+        chunk = todo[start:start + step]
+        store.write("problems", r, [problem_row(p) for _, p in chunk])
+        store.write("round_items", r, [{"idx": i, "problem_id": p.problem_id, "family": p.family, "seed": p.seed,
+                                        "api": plan.item(i)[2], "attempt_id": None} for i, p in chunk])
+        ctx.advance("generate", len(chunk))
+        yield len(chunk)
+
+
 def reference_attempt(problem_id: str, api: str, code: str) -> dict[str, Any]:
     """The attempt row of a generator's reference program (policy "reference", label_source "generator")."""
     from solvers.records import Attempt
@@ -171,6 +208,9 @@ def reference_attempt(problem_id: str, api: str, code: str) -> dict[str, Any]:
 
 
 def stage_generate(ctx: RoundContext) -> Iterator[int]:
+    if ctx.plan.problems_file is not None:
+        yield from stage_load_file(ctx)
+        return
     plan, store = ctx.plan, ctx.store
     done = {r["idx"] for r in store.query("SELECT idx FROM round_items WHERE round = ?", [ctx.round]).to_pylist()}
     todo = [i for i in range(plan.problems) if i not in done]

@@ -40,3 +40,24 @@ def test_policy_round_stores_executes_and_resumes(tmp_path: Path, monkeypatch: p
             assert again.status == "complete"
             assert len(server.log) == sent  # nothing asked twice
             assert st.count("attempts") == 9  # 3 reference + 6 policy, no duplicates
+
+
+def test_problems_file_round_scores_policy_samples_against_file_answers(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    bench = tmp_path / "mini.jsonl"
+    # The scripted server's canned program maximises 3x with x <= 4: objective 12. One answer matches it.
+    bench.write_text(json.dumps({"id": "q1", "question": "Maximise 3x with x at most 4.", "answer": 12}) + "\n"
+                     + json.dumps({"id": "q2", "question": "Maximise 2x with x at most 3.", "answer": "6"}) + "\n")
+    cfg = load_config(overrides={"round": {"api": "gurobipy"}, "policy": {"max_retries": 0}})
+    with ScriptedServer() as server:
+        spec = f"openai:fake@{server.url}"
+        plan = RoundPlan.from_config(cfg, policy=spec, samples=1, problems_file=str(bench))
+        assert plan.problems == 2 and plan.families == ("mini",)
+        with Store.open(tmp_path / "store") as st:
+            outcome = run_round(st, plan, workers=1)
+            rows = st.query("SELECT problem_id, label_source, objective_match FROM samples ORDER BY 1").to_pylist()
+            assert rows == [{"problem_id": "q1", "label_source": "self", "objective_match": True},
+                            {"problem_id": "q2", "label_source": "self", "objective_match": False}]
+            assert st.scalar("SELECT label_source FROM problems WHERE problem_id = 'q1'") == "benchmark"
+            assert outcome.summary[0]["samples"] == 2 and outcome.summary[0]["policy_correct"] == 1

@@ -40,6 +40,9 @@ def register(app: typer.Typer) -> None:
                                                                  "also sample K attempts per problem"),
         samples: int = typer.Option(1, "--samples", help="policy samples per problem"),
         temperature: float = typer.Option(0.7, "--temperature", help="policy sampling temperature"),
+        problems_file: Path | None = typer.Option(None, "--problems-file",
+                                                  help="benchmark-shaped JSONL (id, question, answer) instead of "
+                                                       "generated problems"),
         fmt: str = typer.Option("table", "--format", help="table | json (summary)"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar"),
     ) -> None:
@@ -54,7 +57,8 @@ def register(app: typer.Typer) -> None:
             "store": {"path": str(store) if store is not None else None},
         })
         # Unknown family / API / policy scheme fail here, before the store is touched.
-        plan = RoundPlan.from_config(cfg, suite=suite, policy=policy, samples=samples, temperature=temperature)
+        plan = RoundPlan.from_config(cfg, suite=suite, policy=policy, samples=samples, temperature=temperature,
+                                     problems_file=str(problems_file) if problems_file else None)
         # Piped output has no terminal width; Rich would squeeze the summary into 80 columns.
         stream = sys.stderr if fmt == "json" else sys.stdout
         console = Console(stderr=fmt == "json", width=None if stream.isatty() else 140)
