@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -30,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import machine, versions  # noqa: E402
 from flywheel.curation.near import NearDupParams, near_duplicate_pairs, number_tokens, shingle_tokens  # noqa: E402
 from flywheel.curation.normalize import exact_key, jaccard  # noqa: E402
 from flywheel.curation.perturb import paraphrase  # noqa: E402
@@ -88,23 +87,6 @@ def timed(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def machine() -> dict[str, object]:
-    import datasketch
-    import scipy
-
-    cpu = "unknown"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {
-        "cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg(), "python": platform.python_version(),
-        "numpy": np.__version__, "datasketch": datasketch.__version__ if hasattr(datasketch, "__version__") else "?",
-        "scipy": scipy.__version__, "date": datetime.now(UTC).isoformat(),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--paraphrases", type=int, default=800)
@@ -140,8 +122,8 @@ def main() -> None:
         print(f"{r['method']:28} {r['seconds']:9.2f} {r['docs_per_s']:9.0f} {r['planted_recall']:11.3f} "
               f"{r['recall_vs_exact']:9.3f} {r['precision_vs_exact']:10.3f} {r['pairs']:6d}")
     print(f"numpy backend vs datasketch: {speedup:.1f}x faster (median of {args.repeats})")
-    info = machine()
-    print(f"machine: {info['cpu']}, {info['cores']} cores, load average {info['load_average']} "
+    info = {**machine(), **versions("numpy", "datasketch", "scipy"), "date": datetime.now(UTC).isoformat()}
+    print(f"machine: {info['cpu']}, {info['cores']} cores, load average {info['load_avg_1m']} "
           "(shared machine: absolute times are inflated by contention; the ratio is the figure to quote)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -29,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import machine, versions  # noqa: E402
 from contracts.equivalence import compare_models, from_ir, read_mps  # noqa: E402
 from contracts.equivalence.canonical import canonicalize  # noqa: E402
 from contracts.equivalence.semantic import _close, solve  # noqa: E402
@@ -320,15 +319,6 @@ def _scores(pairs: list[tuple[bool, bool]]) -> dict[str, float | int]:
             "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
-def _machine() -> dict[str, str | int | None]:
-    from importlib.metadata import version
-
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-            "highspy": version("highspy"), "gurobipy": version("gurobipy"), "platform": platform.platform()}
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=4, help="problems per family")
@@ -393,7 +383,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"recall {captured['recall']:.3f}, layers {captured['deciding_layer']}, "
               f"{len(captured['no_captured_model'])} without a captured model")
     report = {
-        "bench": "equivalence", "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": _machine(),
+        "bench": "equivalence", "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": {**machine(), **versions("numpy", "highspy", "gurobipy")},
         "families": family_names(), "seeds_per_family": args.seeds, "n_pairs": len(cases),
         "methods": results,
         "per_transform": {n: {"truth_equivalent": p[0][1], "predicted_equivalent_rate": sum(x for x, _ in p) / len(p),

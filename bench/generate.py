@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -26,31 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import machine, versions  # noqa: E402
 from flywheel.generators.base import family_names, generate_problem  # noqa: E402
 from solvers.ground_truth import solve_ground_truth, solve_with  # noqa: E402
 from solvers.render import APIS, render, supports  # noqa: E402
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for dist in ("highspy", "gurobipy", "ortools", "numpy", "pydantic", "duckdb", "pyarrow"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "missing"
-    return out
 
 
 def store_writer():  # type: ignore[no-untyped-def]
@@ -136,9 +113,8 @@ def main() -> None:
           "ratios less so.")
     out = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(), "load_avg_1m": os.getloadavg()[0]},
-        "versions": versions(),
+        "machine": machine(),
+        "versions": versions("highspy", "gurobipy", "ortools", "numpy", "pydantic", "duckdb", "pyarrow"),
         "args": vars(args),
         "families": families,
         "problems_per_repeat": n,

@@ -8,25 +8,18 @@ them raises ``AttributeError``, which the engine records as a ``contract_error``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from solvers.records import Attempt, Execution, Problem
 
 
-class Sample(BaseModel):
-    """One attempt at one problem, with its execution once the sandbox has run it.
+class _AttemptView:
+    """``sample_id`` and ``code``, read from the ``attempt`` field that both sample types carry."""
 
-    ``sample_id`` is the attempt id: an attempt is a content hash of (problem, policy, prompt, index, response), so
-    the same sample always gets the same id.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    problem: Problem
-    attempt: Attempt
-    execution: Execution | None = None
+    if TYPE_CHECKING:  # a field of the pydantic models that mix this in; a runtime annotation would reorder them
+        attempt: Attempt
 
     @property
     def sample_id(self) -> str:
@@ -40,6 +33,20 @@ class Sample(BaseModel):
         from contracts.extract import extract_code
 
         return extract_code(self.attempt.response) or ""
+
+
+class Sample(_AttemptView, BaseModel):
+    """One attempt at one problem, with its execution once the sandbox has run it.
+
+    ``sample_id`` is the attempt id: an attempt is a content hash of (problem, policy, prompt, index, response), so
+    the same sample always gets the same id.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    problem: Problem
+    attempt: Attempt
+    execution: Execution | None = None
 
     def blind(self) -> BlindSample:
         """The answer-blind view handed to repair contracts (no ground truth, no reference model or programs)."""
@@ -64,25 +71,13 @@ class BlindProblem(BaseModel):
     template_id: str = ""
 
 
-class BlindSample(BaseModel):
+class BlindSample(_AttemptView, BaseModel):
     """A sample as a repair sees it: the question and the attempt, never the answer or an execution."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     problem: BlindProblem
     attempt: Attempt
-
-    @property
-    def sample_id(self) -> str:
-        return self.attempt.attempt_id
-
-    @property
-    def code(self) -> str:
-        if self.attempt.code:
-            return self.attempt.code
-        from contracts.extract import extract_code
-
-        return extract_code(self.attempt.response) or ""
 
 
 def with_code(sample: Sample, code: str, **attempt_changes: Any) -> Sample:

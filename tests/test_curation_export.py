@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from cli_here import flywheel_here
 
 from contracts.verdicts import VerdictRow, verdict_id
 from flywheel.curation.perturb import paraphrase
@@ -120,21 +121,6 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
             st.write("solves", r, [s for rr, a, e in executions if rr == r for s in solve_rows(a.attempt_id, e)])
             st.write("verdicts", r, [v for rr, v in verdicts if rr == r])
     return path
-
-
-def flywheel_here(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
-    from flywheel.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["flywheel", *args])
-    monkeypatch.setenv("COLUMNS", "200")
-    capsys.readouterr()
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_here import flywheel_here
 
 from flywheel import benchmarks
 from solvers.errors import UnknownNameError
@@ -127,25 +128,11 @@ def test_cli_pull_list_and_one_line_error(tmp_path: Path, server: str, capsys, m
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["items"] == 245
     monkeypatch.setenv(benchmarks.CACHE_ENV, str(tmp_path / "c"))
-    code, out, _ = _flywheel_here(capsys, monkeypatch, "datasets", "list", "--format", "json")
+    code, out, _ = flywheel_here(capsys, monkeypatch, "datasets", "list", "--format", "json")
     cached = {r["name"]: r["cached"] for r in json.loads(out)}
     assert code == 0 and cached["nl4opt"] is True and cached["optibench"] is False
-    code, _, err = _flywheel_here(capsys, monkeypatch, "datasets", "pull", "optibench", "--path", str(tmp_path))
+    code, _, err = flywheel_here(capsys, monkeypatch, "datasets", "pull", "optibench", "--path", str(tmp_path))
     assert code == 2
     assert err.strip().count("\n") == 0 and "no test.jsonl" in err
 
 
-def _flywheel_here(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
-    """The CLI in this process (no interpreter start-up): exit code, stdout, stderr."""
-    from flywheel.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["flywheel", *args])
-    monkeypatch.setenv("COLUMNS", "200")
-    capsys.readouterr()
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
