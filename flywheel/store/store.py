@@ -94,14 +94,17 @@ class Store:
                                  culprit=str(root))
             if root.exists() and not root.is_dir():
                 raise StoreError("exists and is not a directory", culprit=str(root))
-            if root.exists() and any(p.name != "writer.lock" for p in root.iterdir()):
+            if root.exists() and any(not _ours(p.name) for p in root.iterdir()):
                 raise StoreError("directory is not empty and is not a store (no store.json)", culprit=str(root))
             _check_writable(root)
-            store = cls(root)
-            with store.writer:
-                (root / "tables").mkdir(exist_ok=True)
-                atomic_write_json(meta_file, {"format": FORMAT, "schema_version": SCHEMA_VERSION,
-                                              "created_at": _now().isoformat()})
+            creator = cls(root)
+            try:
+                with creator.writer:
+                    (root / "tables").mkdir(exist_ok=True)
+                    atomic_write_json(meta_file, {"format": FORMAT, "schema_version": SCHEMA_VERSION,
+                                                  "created_at": _now().isoformat()})
+            finally:
+                creator.close()
         store = cls(root)
         store.meta = _read_meta(meta_file)
         version = store.meta["schema_version"]
@@ -452,6 +455,12 @@ def _to_arrow(spec: TableSpec, round: int, rows: Sequence[Mapping[str, Any]] | p
             col = pa.repeat(pa.scalar(_now(), typ), n)
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=spec.schema)
+
+
+def _ours(name: str) -> bool:
+    """Files a store directory may hold before it is a store: the writer lock, and the policy response cache
+    (``flywheel policy sample`` keeps it in the store directory by default)."""
+    return name == "writer.lock" or name.startswith("policy_cache.sqlite")
 
 
 def _superseded(directory: Path) -> set[str]:
