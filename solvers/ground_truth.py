@@ -16,15 +16,14 @@ closed to ~1e-9 so that two correct solvers agree to 1e-6 instead of to their de
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 
 from solvers.errors import unknown_name
 from solvers.ir import ConSense, Model, ObjSense, VarType
 from solvers.records import GroundTruth, SolverRun, SolveStatus
+from solvers.stdout import fd1_redirected
 
 RTOL = 1e-6
 ATOL = 1e-6
@@ -156,16 +155,9 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
     lp.col_upper_ = np.array([inf if v.ub is None else v.ub for v in model.variables], dtype=float)
     lp.row_lower_ = np.array([-inf if c.sense == ConSense.LE else c.rhs for c in model.constraints], dtype=float)
     lp.row_upper_ = np.array([inf if c.sense == ConSense.GE else c.rhs for c in model.constraints], dtype=float)
-    starts, index, value = [0], [], []
-    for c in model.constraints:
-        for v, coef in c.terms:
-            index.append(pos[v])
-            value.append(coef)
-        starts.append(len(index))
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.array(value, dtype=float)
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = compressed(
+        [(pos[v], coef) for v, coef in c.terms] for c in model.constraints)
     lp.sense_ = highspy.ObjSense.kMaximize if model.objective.sense == ObjSense.MAXIMIZE and not quadratic \
         else highspy.ObjSense.kMinimize
     if any(v.vtype != VarType.CONTINUOUS for v in model.variables):
@@ -177,7 +169,7 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
         h.setOptionValue(option, setting)
     h.passModel(lp)
     if quadratic:
-        h.passHessian(_hessian(model, pos, flip, highspy, np))
+        h.passHessian(_hessian(model, pos, flip, highspy))
     start = time.perf_counter()
     h.run()
     status = h.getModelStatus()
@@ -220,20 +212,13 @@ def new_highs():  # type: ignore[no-untyped-def]
     global _banner_shown
     if _banner_shown:
         return highspy.Highs()
-    sys.stdout.flush()
-    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
+    with fd1_redirected():
         h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
     _banner_shown = True
     return h
 
 
-def _hessian(model: Model, pos: dict[str, int], flip: float, highspy, np):  # type: ignore[no-untyped-def]
+def _hessian(model: Model, pos: dict[str, int], flip: float, highspy):  # type: ignore[no-untyped-def]
     """The lower triangle, column-wise, of Q with 1/2 x'Qx = sum(coef * x_i * x_j)."""
     entries: dict[tuple[int, int], float] = {}
     for a, b, coef in model.objective.quadratic:
@@ -247,16 +232,23 @@ def _hessian(model: Model, pos: dict[str, int], flip: float, highspy, np):  # ty
     hess = highspy.HighsHessian()
     hess.dim_ = n
     hess.format_ = highspy.HessianFormat.kTriangular
-    starts, index, value = [0], [], []
-    for col in cols:
-        for row, val in col:
-            index.append(row)
-            value.append(val)
-        starts.append(len(index))
-    hess.start_ = np.array(starts, dtype=np.int32)
-    hess.index_ = np.array(index, dtype=np.int32)
-    hess.value_ = np.array(value, dtype=float)
+    hess.start_, hess.index_, hess.value_ = compressed(cols)
     return hess
+
+
+def compressed(vectors: Iterable[Iterable[tuple[int, float]]]):  # type: ignore[no-untyped-def]
+    """HiGHS's compressed sparse format (``start``, ``index``, ``value`` as int32, int32, float64 arrays) of sparse
+    vectors given as (index, value) pairs, kept in the order given: rows of a row-wise matrix, columns of a
+    column-wise one or of a triangular Hessian."""
+    import numpy as np
+
+    start, index, value = [0], [], []
+    for vector in vectors:
+        for i, v in vector:
+            index.append(i)
+            value.append(v)
+        start.append(len(index))
+    return np.array(start, dtype=np.int32), np.array(index, dtype=np.int32), np.array(value, dtype=float)
 
 
 @cache

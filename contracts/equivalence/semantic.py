@@ -23,7 +23,7 @@ import numpy as np
 
 from contracts.equivalence.canonical import Canonical, initial_colours, refine
 from contracts.equivalence.stdform import INF, StdModel, normalize_name
-from solvers.ground_truth import new_highs
+from solvers.ground_truth import compressed, new_highs
 
 # Solvers stop at 1e-6..1e-7 primal feasibility and (MIP) a 1e-9 gap set below; 1e-6 relative on objective values
 # is as tight as both sides can be held, and the perturbations we must detect move optima by far more.
@@ -66,16 +66,8 @@ def _highs(m: StdModel, lb: list[float], ub: list[float], cost: dict[int, float]
     for i, row in enumerate(m.rows):
         for j, c in row.items():
             by_col[j].append((i, c))
-    start, index, value = [0], [], []
-    for entries in by_col:
-        for i, c in entries:
-            index.append(i)
-            value.append(c)
-        start.append(len(index))
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.array(start, dtype=np.int32)
-    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.array(value, dtype=float)
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = compressed(by_col)
     lp.offset_ = offset
     if integer and any(m.integer):
         lp.integrality_ = [highspy.HighsVarType.kInteger if t else highspy.HighsVarType.kContinuous
@@ -193,20 +185,11 @@ def _pass_hessian(h: Any, m: StdModel) -> None:
     for (a, b), c in m.quad.items():
         lo, hi = min(a, b), max(a, b)
         cols[lo][hi] = cols[lo].get(hi, 0.0) + (2 * c if a == b else c)
-    start, index, value = [0], [], []
-    for j in range(m.n_vars):
-        entries = dict(sorted(cols.get(j, {}).items()))
-        entries.setdefault(j, 0.0)
-        for i, c in sorted(entries.items()):
-            index.append(i)
-            value.append(c)
-        start.append(len(index))
     hess = highspy.HighsHessian()
     hess.dim_ = m.n_vars
     hess.format_ = highspy.HessianFormat.kTriangular
-    hess.start_ = np.array(start, dtype=np.int32)
-    hess.index_ = np.array(index, dtype=np.int32)
-    hess.value_ = np.array(value, dtype=float)
+    hess.start_, hess.index_, hess.value_ = compressed(sorted({j: 0.0, **cols.get(j, {})}.items())
+                                                       for j in range(m.n_vars))
     h.passHessian(hess)
 
 
