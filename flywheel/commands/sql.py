@@ -65,7 +65,7 @@ def write_result(result: pa.Table, fmt: str, out: Path | None, max_width: int = 
             console.print(table)
             _emit(console.file.getvalue(), out)  # type: ignore[attr-defined]
         else:
-            Console().print(table)
+            Console(width=None if sys.stdout.isatty() else 200).print(table)
             Console(stderr=True).print(f"[dim]{result.num_rows} row(s)[/]")
 
 

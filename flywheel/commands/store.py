@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -65,6 +66,6 @@ def register(app: typer.Typer) -> None:
         table = Table("table", "parts", "rows", "key", "what a row is", title=f"{store}: {size / 1e6:.1f} MB")
         for r in rows:
             table.add_row(r["table"], str(r["parts"]), str(r["rows"]), r["key"], r["doc"])
-        Console().print(table)
+        Console(width=None if sys.stdout.isatty() else 160).print(table)
 
     app.add_typer(store_app, name="store")
