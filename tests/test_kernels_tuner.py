@@ -1,0 +1,81 @@
+"""The tuner end to end on a tiny Qwen3-MoE (fp32, one small batch): profile -> race -> verify -> table; candidate
+files run in a child process (a correct one is raced, a wrong one rejected); the CLI writes a table the trainer's
+``kernels.apply`` loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import kernels
+from kernels.table import TuningTable
+from kernels.tuner import tune
+from training.models import build_model
+
+GOOD = '''OP = "swiglu"
+import torch
+
+
+def candidate(gate, up):
+    return gate * torch.sigmoid(gate) * up
+'''
+WRONG = '''OP = "swiglu"
+import torch
+
+
+def candidate(gate, up):
+    return torch.sigmoid(gate) * up  # forgot the gate factor
+'''
+
+
+@pytest.mark.slow
+def test_tune_writes_a_table_that_applies(tmp_path: Path) -> None:
+    (tmp_path / "good_swiglu.py").write_text(GOOD)
+    (tmp_path / "wrong_swiglu.py").write_text(WRONG)
+    model = build_model("deepseek_v3_tiny", "", 256, {}, 0)
+    batch = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    out = tmp_path / "table.json"
+    table, results, steps = tune(model, batch, "float32", "cpu", repeats=2, step_repeats=1,
+                                 ops={"swiglu", "moe_router", "rms_norm"}, out=out, skip={"compiled"},
+                                 candidate_files=[str(tmp_path / "good_swiglu.py"), str(tmp_path / "wrong_swiglu.py")])
+    assert steps["before_s"] > 0 and steps["after_s"] > 0
+    by_op = {r.op: r for r in results}
+    assert set(by_op) == {"swiglu", "moe_router", "rms_norm"}
+    sw = {c.backend: c for c in by_op["swiglu"].candidates}
+    assert sw["file:good_swiglu"].ok and sw["file:good_swiglu"].ms > 0
+    assert not sw["file:wrong_swiglu"].ok and "relative error" in sw["file:wrong_swiglu"].detail
+    for r in results:  # the winner is the fastest of the correct ones
+        good = [c for c in r.candidates if c.ok]
+        assert r.winner == min(good, key=lambda c: c.ms).backend
+    loaded = TuningTable.load(out)  # registers the file candidates it names
+    assert {e.op for e in loaded.entries} == {"swiglu", "moe_router", "rms_norm"}
+    assert "profile_ms" in loaded.meta and loaded.meta["step_s_before"] > 0
+    kernels.apply(model, out)
+    ids = batch
+    assert torch.isfinite(model(input_ids=ids, labels=ids).loss)
+    kernels.revert(model)
+
+
+@pytest.mark.slow
+def test_cli_tune_and_list(tmp_path: Path) -> None:
+    from flywheel.cli import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["kernels", "list", "--format", "json"])
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.output)
+    assert {"reference", "triton", "npu"} <= {r["backend"] for r in rows if r["op"] == "rms_norm"}
+    out = tmp_path / "t.json"
+    res = runner.invoke(app, ["kernels", "tune", "--model", "llama_tiny", "--dtype", "fp32", "--rows", "2", "--seq",
+                              "16", "--vocab", "128", "--repeats", "2", "--op", "rms_norm", "--skip-backend",
+                              "compiled", "--out", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["entries"][0]["op"] == "rms_norm"
+    from solvers.errors import ConfigError
+
+    bad = runner.invoke(app, ["kernels", "tune", "--model", "no_such_arch"])
+    assert isinstance(bad.exception, ConfigError)  # flywheel.cli.main prints it as one line, exit 2
