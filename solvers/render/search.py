@@ -7,7 +7,7 @@ sides are read from parameters and that reproduce every row exactly (see ``solve
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 from solvers.ir import Model
 from solvers.render.names import Key, Namespace
@@ -191,8 +191,7 @@ class TemplateSearch:
         for p in self.params:
             if p.keys is None:
                 continue
-            options = [[i for i, s in enumerate(pos_sets) if s == ps] for ps in p.param.index]
-            for mapping in itertools.product(*options):
+            for mapping in _mappings(p.param.index, pos_sets):
                 sign = None
                 ok = True
                 for _, positions, _, c in items:
@@ -219,8 +218,7 @@ class TemplateSearch:
         for p in self.params:
             if p.keys is None or not p.param.index:
                 continue
-            options = [[i for i, s in enumerate(row_sets) if s == ps] for ps in p.param.index]
-            for mapping in itertools.product(*options):
+            for mapping in _mappings(p.param.index, row_sets):
                 for sign in (1.0, -1.0):
                     if all(p.keys.get(tuple(k[i] for i in mapping)) == sign * v for k, v in rows):
                         return Coef(param=p.ident, index=tuple(row_targets[i] for i in mapping), sign=sign)
@@ -230,8 +228,7 @@ class TemplateSearch:
             for p in self.params:
                 if p.keys is None or not p.param.index:
                     continue
-                options = [[i for i, s in enumerate(row_sets) if s == ps] for ps in p.param.index]
-                for mapping in itertools.product(*options):
+                for mapping in _mappings(p.param.index, row_sets):
                     if all((val := p.keys.get(tuple(k[i] for i in mapping))) is not None and val * factor == v
                            for k, v in rows):
                         return Coef(param=p.ident, index=tuple(row_targets[i] for i in mapping),
@@ -295,3 +292,6 @@ class TemplateSearch:
         return None
 
 
+def _mappings(param_index: Sequence[str], sets: Sequence[str]) -> Iterator[tuple[int, ...]]:
+    """Every way to index a parameter from positions: for each of its index sets, a position over that same set."""
+    return itertools.product(*([i for i, s in enumerate(sets) if s == ps] for ps in param_index))
