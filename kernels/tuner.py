@@ -65,12 +65,17 @@ def training_step(model: torch.nn.Module, batch: torch.Tensor, dtype: str) -> Ca
     return step
 
 
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
 def time_step(step: Callable[[], float], repeats: int) -> float:
     step()  # warm-up (allocator, lazy compilation)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        step()
+        step()  # returns float(loss): a host sync, so the step's device work is inside the timing
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -99,7 +104,7 @@ def _perturb(args: tuple[Any, ...], g: torch.Generator) -> None:
     with torch.no_grad():
         for a in args:
             if isinstance(a, torch.Tensor) and a.is_floating_point() and a.requires_grad:
-                a.add_(torch.randn(a.shape, generator=g).to(a.dtype) * 1e-3 * (float(a.abs().mean()) + 1e-6))
+                a.add_(torch.randn(a.shape, generator=g).to(a.device, a.dtype) * 1e-3 * (float(a.abs().mean()) + 1e-6))
 
 
 def time_backend(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,
@@ -111,6 +116,7 @@ def time_backend(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     times = []
     for i in range(repeats + 1):
         _perturb(args, g)
+        _sync(device)
         t0 = time.perf_counter()
         with _autocast(dtype, device):
             out = fn(*args, **kwargs)
@@ -118,6 +124,7 @@ def time_backend(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
                 and o.requires_grad]
         if outs and leaves:
             torch.autograd.grad([o.float().sum() for o in outs], leaves, allow_unused=True)
+        _sync(device)
         if i:  # the first run is a warm-up (lazy compilation, allocator)
             times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3

@@ -123,7 +123,7 @@ def variants(op: str, args: tuple[Any, ...], seed: int = 0) -> Iterator[tuple[st
         if isinstance(a, torch.Tensor) and a.is_floating_point() and a.requires_grad:
             std = float(a.detach().float().std()) if a.numel() > 1 else 1.0
             new = torch.randn(a.shape, generator=g) * (std or 1.0) * scale
-            return new.to(a.dtype).requires_grad_(True)
+            return new.to(a.device, a.dtype).requires_grad_(True)
         return a
     yield "captured", args
     yield "random", tuple(redraw(a, 1.0) for a in args)
