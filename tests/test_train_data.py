@@ -51,7 +51,7 @@ def _docs(n: int, lengths: list[int], vocab: int, seed: int) -> list[Document]:
     return [Document(torch.randint(4, vocab, (n_,), generator=g).tolist(), [True] * n_) for n_ in lengths[:n]]
 
 
-@pytest.mark.parametrize("arch", sorted(TINY_CONFIGS))
+@pytest.mark.parametrize("arch", sorted(set(TINY_CONFIGS) - {"qwen3_moe_demo"}))  # demo = same class, larger
 def test_packed_forward_equals_unpacked_forward(arch: str) -> None:
     vocab = 300
     model = build_model(arch, "", vocab, {}, seed=0).eval()

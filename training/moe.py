@@ -95,7 +95,10 @@ class MoEBalancer:
                 continue
             load = stats.load
             if world and dist.is_initialized():
-                dist.all_reduce(load)
+                # nccl / hccl reduce device tensors only; gloo takes CPU ones. The router weight says where we run.
+                on_device = load.to(module.weight.device)
+                dist.all_reduce(on_device)
+                load = on_device.cpu()
             bias = getattr(module, "e_score_correction_bias", None)
             if bias is not None and self.bias_rate > 0:
                 with torch.no_grad():
