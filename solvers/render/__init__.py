@@ -16,28 +16,28 @@ APIS: tuple[str, ...] = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
 
 def render(model: Model, api: str) -> str:
     """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API."""
-    _load()
-    if api not in RENDERERS:
-        raise unknown_name("solver API", api, list(RENDERERS))
-    return RENDERERS[api]().render(model)
+    return _renderer(api).render(model)
 
 
 def supports(model: Model, api: str) -> bool:
     """Whether ``render(model, api)`` produces a program (e.g. ortools refuses quadratic objectives)."""
     from solvers.errors import FlywheelError
 
-    _load()
-    if api not in RENDERERS:
-        raise unknown_name("solver API", api, list(RENDERERS))
+    renderer = _renderer(api)
     try:
-        RENDERERS[api]().check(model)
+        renderer.check(model)
     except FlywheelError:
         return False
     return True
 
 
-def _load() -> None:
+def _renderer(api: str) -> Renderer:
+    """A renderer for ``api``, every API module imported (each registers itself); UnknownNameError otherwise."""
     from solvers.render import coptpy, docplex, gurobipy, ortools, pyomo  # noqa: F401  (registers each API)
+
+    if api not in RENDERERS:
+        raise unknown_name("solver API", api, list(RENDERERS))
+    return RENDERERS[api]()
 
 
 __all__ = ["APIS", "RENDERERS", "Renderer", "register", "render", "supports"]
