@@ -190,16 +190,13 @@ def load_benchmark(name_or_path: str | Path) -> list[BenchmarkItem]:
     standard ``id`` / ``question`` / ``answer`` fields are used.
     """
     path = Path(name_or_path)
-    cards = load_cards()
     if path.exists():
         file = path / DATA_FILE if path.is_dir() else path
         name = (path if path.is_dir() else path.parent).name
-        card = cards.get(name)
+        card = load_cards().get(name)
         return _read_items(file, name, card.fields if card else FieldMap())
     name = str(name_or_path)
-    if name not in cards:
-        raise unknown_name("benchmark", name, list(cards))
-    card = cards[name]
+    card = get_card(name)
     file = cache_dir() / name / card.file
     if not file.is_file():
         raise BenchmarkError(f"not pulled yet: run `flywheel datasets pull {name}`", culprit=str(file))
