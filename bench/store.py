@@ -193,7 +193,7 @@ def main() -> None:
     table.add_row("size on disk MB", f"{store['bytes'] / 1e6:.1f}", f"{jsonl['bytes'] / 1e6:.1f}",
                   f"{jsonl['bytes'] / store['bytes']:.1f}x smaller")
     table.add_row(f"re-write of a {args.batch // args.rounds:,}-row part (dedup, adds 0) s", f"{store['rewrite_batch_s']:.3f}", "n/a", "")
-    Console().print(table)
+    Console(width=140).print(table)
     out = {"rows": n_batches * args.batch, "batch": args.batch, "repeats": args.repeats, "store": store,
            "jsonl_pandas": jsonl, "targets": {"ingest_rows_per_s": 50_000, "query_s": 1.0},
            "machine": machine(),
