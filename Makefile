@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean bench
+.PHONY: install demo flywheel-demo test lint clean bench
 
 install: $(STAMP)
 
@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml Makefile
 
 demo: install
 	$(BIN)/flywheel run-round
+
+# The flywheel end to end on CPU (issue 9): writes reports/flywheel/ (plots + results.md/json); resumable.
+flywheel-demo: install
+	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo --reports reports/flywheel
 
 lint: install
 	$(BIN)/ruff check .

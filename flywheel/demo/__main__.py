@@ -16,6 +16,8 @@ from flywheel.demo.plots import plot_all, write_table
 from flywheel.demo.run import Demo, final_val, val_curve
 from flywheel.demo.sizes import SIZES
 
+ROUND0 = 1  # the store numbers rounds from 1: the generator-only round is round 1, policy round r is round r + 1
+
 
 def rows(shard: Path) -> int:
     return pq.read_metadata(shard / "train.parquet").num_rows
@@ -27,6 +29,9 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     demo = Demo(size, work, reports)
+    import torch
+
+    torch.set_num_threads(size.threads)  # in-process generation (see DemoSize.threads)
     t0 = time.perf_counter()
     load = os.getloadavg()[0]
 
@@ -68,7 +73,9 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
                      "--no-progress")
             marker.write_text("ok\n")
             demo.stage(f"round{r}", time.perf_counter() - t)
-        shard = demo.export("sft", sh / f"sft-r{r}")
+        # Self-distillation: the round-0 generator data plus the policy's accepted samples of every round so far
+        # (the new problems' own reference programs stay out, so the gain is the policy's, not more generator data).
+        shard = demo.export("sft", sh / f"sft-r{r}", "--where", f"policy <> 'reference' OR round = {ROUND0}")
         model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", [sh / f"sft-r{r}"], steps=size.retrain_steps,
                                                     seq_len=size.sft_seq_len, lr=size.lr_sft / 2,
                                                     init=model / "final"))
@@ -77,7 +84,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
 
     demo.say("(a) contract-cleaned vs raw SFT data at three sizes")
     raw = sh / "raw"
-    demo.export("sft", raw, "--include-rejected")
+    demo.export("sft", raw, "--include-rejected", "--where", f"policy <> 'reference' OR round = {ROUND0}")
     clean = sh / f"sft-r{size.flywheel_rounds}" if size.flywheel_rounds else sh / "sft0"
     raw_rejected = _count_rejected(demo, raw)
     ablation = []

@@ -9,6 +9,7 @@ its assistant turn is the fenced program alone (what that template asks for).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,8 @@ class Demo:
         self.say("$ flywheel " + " ".join(args))
         with (self.work / "commands.log").open("a") as fh:
             fh.write("flywheel " + " ".join(args) + "\n")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.size.threads)}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"flywheel {args[0]} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n"
                                f"{proc.stderr[-3000:]}")
@@ -153,7 +155,7 @@ class Demo:
         warmup = max(1, steps // 5)
         text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n\n'
                 f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
-                f"[data]\nseq_len = {seq_len}\nval_rows = 16\n\n"
+                f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\n\n"
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.batch_rows}\nlr = {lr}\n"
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every}\nsave_every = {save_every}\n\n"
                 + "\n".join(sources))
