@@ -157,3 +157,13 @@ def test_sql_on_a_missing_store_names_it(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = flywheel_here(capsys, monkeypatch, "sql", "--store", str(tmp_path / "none"), "select 1")
     assert code == 2 and "none" in err
     assert not (tmp_path / "none").exists()
+
+
+def test_store_path_under_a_file_is_refused_even_for_root(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("not a directory")
+    code, _, err = flywheel_here(capsys, monkeypatch, "run-round", "--store", str(blocker / "store"),
+                                 "--problems", "1")
+    assert code == 2 and "plain-file" in err and len(err.strip().splitlines()) == 1
+    assert blocker.read_text() == "not a directory"
