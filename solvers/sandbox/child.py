@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import ctypes
 import os
+import re
 import resource
 import signal
 import sys
@@ -197,8 +198,13 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
     os._exit(0)
 
 
+# A solver the program asks for that is not installed (pyomo: "No executable found for solver 'glpk'") is an
+# import error: something missing from the environment, not a fault of the model.
+_MISSING_SOLVER = re.compile(r"No executable found for solver|solver .{0,40} (is )?not available", re.IGNORECASE)
+
+
 def _kind(exc: BaseException) -> str:
-    if isinstance(exc, _IMPORT_ERRORS):
+    if isinstance(exc, _IMPORT_ERRORS) or _MISSING_SOLVER.search(str(exc)):
         return "import"
     if isinstance(exc, MemoryError):
         return "memory"
