@@ -14,8 +14,8 @@ from solvers.ir import (
     Objective,
     ObjSense,
     Parameter,
-    Variable,
     VarGroup,
+    Variable,
     VarType,
 )
 
@@ -98,6 +98,10 @@ class ModelBuilder:
             merged[var] = merged.get(var, 0.0) + float(coef)
         clean = tuple((v, c) for v, c in merged.items() if c != 0)
         name = "_".join((group, *key)) if key else group
+        if not clean and _trivially_true(ConSense(sense), float(rhs)):
+            # A row with no terms that always holds (a network node with no arcs: 0 == 0) is no constraint at
+            # all; keeping it makes some APIs fail (pyomo rejects a constraint expression that is just True).
+            return name
         self._cons.append(
             Constraint(name=name, group=group, index=tuple(key), terms=clean, sense=ConSense(sense), rhs=float(rhs))
         )
@@ -129,3 +133,9 @@ class ModelBuilder:
             constraints=tuple(self._cons),
             objective=self._objective,
         )
+
+
+def _trivially_true(sense: ConSense, rhs: float) -> bool:
+    """Whether ``0 sense rhs`` holds."""
+    return (sense == ConSense.LE and rhs >= 0) or (sense == ConSense.GE and rhs <= 0) or (
+        sense == ConSense.EQ and rhs == 0)
