@@ -518,6 +518,7 @@ class RoundOutcome:
     summary: list[dict[str, Any]]
     notes: list[str]
     seconds: float
+    rejected_by: dict[str, int] = field(default_factory=dict)  # contract -> samples it rejected in this round
 
 
 def find_round(store: Store, plan: RoundPlan) -> tuple[int, str]:
@@ -542,7 +543,8 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
         ctx = RoundContext(store, plan, round_id, workers, progress or (lambda s, n: None),
                            set_total or (lambda s, n: None))
         if state == "finished" and not _has_pending(store, plan, round_id):
-            return RoundOutcome(round_id, "complete", summarize(store, round_id), [], time.monotonic() - start)
+            return RoundOutcome(round_id, "complete", summarize(store, round_id), [], time.monotonic() - start,
+                                rejections_by_contract(store, round_id))
         event = "started" if state == "new" else "resumed"
         store.write("round_events", round_id, [_event(plan, event)])
         for name in stages or STAGES:
@@ -553,7 +555,19 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
         store.write("round_events", round_id, [{**_event(plan, "finished"),
                                                 "summary_json": json.dumps(summary, default=str)}])
     return RoundOutcome(round_id, "new" if state == "new" else "resumed", summary, ctx.notes,
-                        time.monotonic() - start)
+                        time.monotonic() - start, rejections_by_contract(store, round_id))
+
+
+def rejections_by_contract(store: Store, round_id: int) -> dict[str, int]:
+    """How many of the round's samples each reject-severity contract failed (a sample may fail several)."""
+    rows = store.query(
+        """
+        SELECT v.contract, count(DISTINCT v.attempt_id) AS n
+        FROM verdicts v JOIN attempts a USING (attempt_id)
+        WHERE a.round = ? AND v.severity = 'reject' AND v.outcome = 'fail'
+        GROUP BY 1 ORDER BY 2 DESC, 1
+        """, [round_id]).to_pylist()
+    return {r["contract"]: r["n"] for r in rows}
 
 
 def _has_pending(store: Store, plan: RoundPlan, round_id: int) -> bool:

@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
         infeasible_share: float | None = typer.Option(None, "--infeasible-share",
                                                       help="share of deliberately infeasible instances"),
         suite: str | None = typer.Option(None, "--suite", help="contract suite [default: 'default' if any]"),
+        contracts: list[Path] = typer.Option([], "--contracts", help="user contract file(s) (.py) added to the suite"),
         policy: str | None = typer.Option(None, "--policy", help="policy spec (openai:MODEL@URL, hf:PATH, ...): "
                                                                  "also sample K attempts per problem"),
         samples: int = typer.Option(1, "--samples", help="policy samples per problem"),
@@ -51,6 +52,8 @@ def register(app: typer.Typer) -> None:
         Re-running the same command resumes an interrupted round (or reports a finished one) without duplicates.
         """
         fam_list = [f.strip() for f in families.split(",") if f.strip()] if families is not None else None
+        if contracts:  # user files extend the suite: "default+my_contracts.py"
+            suite = "+".join([suite or "default", *(str(c) for c in contracts)])
         cfg = load_config(config, overrides={
             "round": {"problems": problems, "families": fam_list, "seed": seed, "workers": workers, "api": api,
                       "difficulty": difficulty, "infeasible_share": infeasible_share},
@@ -67,7 +70,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps({"round": outcome.round, "status": outcome.status, "store": cfg.store.path,
                                    "seconds": round(outcome.seconds, 2), "families": outcome.summary,
-                                   "notes": outcome.notes}, indent=1, default=str))
+                                   "notes": outcome.notes, "rejected_by": outcome.rejected_by}, indent=1, default=str))
             return
         print_summary(console, outcome, cfg.store.path)
 
@@ -137,6 +140,13 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
         total_cells += [str(totals["accepted"]), str(totals["rejected"])]
     table.add_row(*total_cells, style="bold")
     console.print(table)
+    if outcome.rejected_by:
+        by = Table(title="rejected by contract")
+        by.add_column("contract")
+        by.add_column("samples", justify="right")
+        for name, n in outcome.rejected_by.items():
+            by.add_row(name, str(n))
+        console.print(by)
     if rows and "samples" in rows[0]:
         _print_policy(console, rows)
     for note in outcome.notes:

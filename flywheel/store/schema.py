@@ -231,7 +231,9 @@ DERIVED_VIEWS: dict[str, str] = {
                    ELSE false
                END AS objective_match,
                v.n_verdicts, v.failed_contracts, v.contract_versions,
-               v.accepted AND NOT p.disputed AS accepted,
+               -- A licence-size refusal or a sandbox fault says nothing about the program: never accepted.
+               v.accepted AND NOT p.disputed AND coalesce(e.status, '') NOT IN ('license_limit', 'sandbox_error')
+                   AS accepted,
                r.env_json, r.config_hash AS round_config_hash
         FROM attempts a
         JOIN problems p USING (problem_id)
