@@ -9,9 +9,12 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	# System packages: bubblewrap (sandbox isolation) and chromium (headless check of `flywheel report` pages).
+	# System packages: bubblewrap (sandbox isolation), chromium (headless check of `flywheel report` pages), and the
+	# glpk / cbc executables that real-world Pyomo programs call through SolverFactory.
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  command -v glpsol >/dev/null 2>&1 || missing="$$missing glpk-utils"; \
+	  command -v cbc >/dev/null 2>&1 || missing="$$missing coinor-cbc"; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing system packages:$$missing"; \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null 2>&1 \
