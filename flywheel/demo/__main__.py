@@ -46,12 +46,11 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
     cpt = demo.train("cpt", demo.recipe("cpt", "cpt", [sh / "cpt0"], steps=size.cpt_steps, seq_len=size.cpt_seq_len,
                                         lr=size.lr_cpt))
     save_every = max(1, size.sft_steps // 3)
-    sft0 = demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                            seq_len=size.sft_seq_len, lr=size.lr_sft, init=cpt / "final",
-                                            save_every=save_every))
-    rand = demo.train("sft-random", demo.recipe("sft-random", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                                seq_len=size.sft_seq_len, lr=size.lr_sft,
-                                                tokenizer=cpt / "final"))
+    sft0, rand = demo.train_many([
+        ("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps, seq_len=size.sft_seq_len,
+                               lr=size.lr_sft, init=cpt / "final", save_every=save_every)),
+        ("sft-random", demo.recipe("sft-random", "sft", [sh / "sft0"], steps=size.sft_steps,
+                                   seq_len=size.sft_seq_len, lr=size.lr_sft, tokenizer=cpt / "final"))])
 
     demo.say("evaluate round 0 (unseen seeds) and the copy-rate curve")
     rounds = [{"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
@@ -87,15 +86,17 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
     demo.export("sft", raw, "--include-rejected", "--where", f"policy <> 'reference' OR round = {ROUND0}")
     clean = sh / f"sft-r{size.flywheel_rounds}" if size.flywheel_rounds else sh / "sft0"
     raw_rejected = _count_rejected(demo, raw)
-    ablation = []
+    jobs, meta = [], []
     for n in size.ablation_sizes:
         for kind, shard in (("clean", clean), ("raw", raw)):
             sub = demo.subsample(shard, n, sh / f"{kind}-{n}")
             name = f"a-{kind}-{n}"
-            out = demo.train(name, demo.recipe(name, "sft", [sub], steps=size.ablation_steps, seq_len=size.sft_seq_len,
-                                               lr=size.lr_sft, init=cpt / "final"))
-            ablation.append({"data": kind, "rows": rows(sub), "val_loss_heldout": final_val(out),
-                             "rejected_rows": raw_rejected.get(n, 0) if kind == "raw" else 0})
+            jobs.append((name, demo.recipe(name, "sft", [sub], steps=size.ablation_steps, seq_len=size.sft_seq_len,
+                                           lr=size.lr_sft, init=cpt / "final")))
+            meta.append((kind, n, sub))
+    ablation = [{"data": kind, "rows": rows(sub), "val_loss_heldout": final_val(out),
+                 "rejected_rows": raw_rejected.get(n, 0) if kind == "raw" else 0}
+                for (kind, n, sub), out in zip(meta, demo.train_many(jobs), strict=True)]
 
     demo.say("benchmark items (nl4opt)")
     bench = demo.bench(model / "final")

@@ -174,6 +174,13 @@ class Demo:
             self.stage(f"train:{name}", time.perf_counter() - t)
         return out
 
+    def train_many(self, jobs: Sequence[tuple[str, Path]]) -> list[Path]:
+        """Independent training runs side by side (``size.parallel`` at a time, one torch thread each)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=self.size.parallel) as pool:
+            return list(pool.map(lambda job: self.train(*job), jobs))
+
     # ---- evaluation -----------------------------------------------------------------------------------------
     def generate(self, checkpoint: Path, problems: Sequence[Any], tag: str) -> list[Any]:
         """Greedy completions of ``problems`` by the checkpoint through the hf: policy (same template and API)."""
@@ -209,8 +216,7 @@ class Demo:
         comp = out / "completions.jsonl"
         comp.write_text("".join(json.dumps(x) + "\n" for x in lines))
         self.cli("eval", "score", "--completions", str(comp), "--out", str(out), "--format", "json")
-        summary = json.loads((out / "summary.json").read_text())
-        rules = summary.get("all", summary)["rules"]
+        rules = _rules(out / "summary.json")
         result = {"checkpoint": str(checkpoint), "items": len(lines),
                   "pass@1_strict": rules["strict"]["pass@1"], "pass@1_lenient": rules["orlm_lenient"]["pass@1"],
                   "copy_rate": sum(rates) / len(rates) if rates else 0.0,
@@ -238,10 +244,23 @@ class Demo:
             self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), "--limit",
                      str(self.size.bench_limit), "--api", self.size.api, "--config", str(self.policy_config()),
                      "--out", str(out), "--format", "json")
-        summary = json.loads((out / "summary.json").read_text())
-        rules = summary.get("all", summary)["rules"]
-        return {"items": summary.get("all", summary).get("items"), "pass@1_strict": rules["strict"]["pass@1"],
+        rules = _rules(out / "summary.json")
+        return {"items": _overall(out / "summary.json").get("items"), "pass@1_strict": rules["strict"]["pass@1"],
                 "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+
+
+def _overall(summary_file: Path) -> dict[str, Any]:
+    """The overall block of an eval summary.json (``{"summary": {"all": ...}}`` or ``{"all": ...}``)."""
+    data = json.loads(summary_file.read_text())
+    data = data.get("summary", data)
+    for key in ("all", "overall"):  # eval score writes "all", eval run per benchmark plus "overall"
+        if key in data:
+            return data[key]
+    return data
+
+
+def _rules(summary_file: Path) -> dict[str, Any]:
+    return _overall(summary_file)["rules"]
 
 
 def read_metrics(run: Path) -> list[dict[str, Any]]:

@@ -46,6 +46,7 @@ class DemoSize:
     # demo MoE on 2 x 512 tokens took 38-58 s with 2 threads (OpenMP threads spinning against other processes) and
     # 2.7 s with 1 thread.
     threads: int = 1
+    parallel: int = 3  # independent training runs at once (the ablations; CPT-init and random-init SFT)
 
 
 SIZES: dict[str, DemoSize] = {
