@@ -41,3 +41,8 @@ def test_user_contract_rejects_in_a_round(tmp_path: Path):
     assert sql.returncode == 0, sql.stderr
     assert json.loads(sql.stdout) == [{"contract": "no_diet", "outcome": "fail", "n": 2},
                                       {"contract": "no_diet", "outcome": "pass", "n": 2}]
+    stats = _flywheel("stats", "--store", str(store), "--format", "json")
+    assert stats.returncode == 0, stats.stderr
+    boundary = {(r["policy"], r["family"]): r for r in json.loads(stats.stdout)["capability_boundary"]}
+    assert boundary[("reference", "assignment")]["pass"] == 2
+    assert boundary[("reference", "diet")]["pass"] == 0 and boundary[("reference", "all")]["attempts"] == 4

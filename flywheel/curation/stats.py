@@ -53,9 +53,30 @@ ORDER BY r.family, count DESC, r.reason
 """
 
 
+BOUNDARY_SQL = """
+SELECT s.attempt_id, s.family, s.policy, s.exec_status, s.accepted,
+       list(v.contract ORDER BY v.contract) FILTER (WHERE v.contract IS NOT NULL) AS contracts,
+       list(v.outcome ORDER BY v.contract) FILTER (WHERE v.contract IS NOT NULL) AS outcomes
+FROM samples s LEFT JOIN verdicts v USING (attempt_id)
+GROUP BY ALL
+"""
+
+
+def capability_boundary(store: Store) -> list[dict[str, Any]]:
+    """Per policy and family: where attempts fail (code, solver outcome, formulation, infrastructure)."""
+    from flywheel.policies.boundary import failure_taxonomy
+
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query(BOUNDARY_SQL).to_pylist():
+        verdicts = dict(zip(r["contracts"] or [], r["outcomes"] or [], strict=True))
+        by_policy.setdefault(r["policy"], []).append({**r, "verdicts": verdicts})
+    return [{"policy": policy, **row} for policy in sorted(by_policy) for row in failure_taxonomy(by_policy[policy])]
+
+
 def compute_stats(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Two tables as lists of rows: ``pass_rates`` and ``failures``."""
+    """Three tables as lists of rows: ``pass_rates``, ``failures`` and ``capability_boundary``."""
     return {
         "pass_rates": store.query(PASS_RATES_SQL).to_pylist(),
         "failures": store.query(FAILURES_SQL).to_pylist(),
+        "capability_boundary": capability_boundary(store),
     }
