@@ -85,7 +85,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
     raw = sh / "raw"
     demo.export("sft", raw, "--include-rejected", "--where", f"policy <> 'reference' OR round = {ROUND0}")
     clean = sh / f"sft-r{size.flywheel_rounds}" if size.flywheel_rounds else sh / "sft0"
-    raw_rejected = _count_rejected(demo, raw)
+    rejected = _rejected_ids(demo)
     jobs, meta = [], []
     for n in size.ablation_sizes:
         for kind, shard in (("clean", clean), ("raw", raw)):
@@ -95,7 +95,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
                                            lr=size.lr_sft, init=cpt / "final")))
             meta.append((kind, n, sub))
     ablation = [{"data": kind, "rows": rows(sub), "val_loss_heldout": final_val(out),
-                 "rejected_rows": raw_rejected.get(n, 0) if kind == "raw" else 0}
+                 "rejected_rows": _count_in(sub, rejected)}
                 for (kind, n, sub), out in zip(meta, demo.train_many(jobs), strict=True)]
 
     demo.say("benchmark items (nl4opt)")
@@ -135,13 +135,17 @@ def _ev(r: dict[str, Any]) -> dict[str, Any]:
     return {k: r[k] for k in ("pass@1_strict", "pass@1_lenient", "copy_rate", "has_code")}
 
 
-def _count_rejected(demo: Demo, raw: Path) -> dict[int, int]:
-    """Per ablation size: how many of the raw subsample's rows are samples the contracts rejected."""
+def _rejected_ids(demo: Demo) -> set[str]:
+    """Attempt ids of the samples the contracts did not accept."""
     out = demo.cli("sql", "--store", str(demo.store), "--format", "json",
                    "select attempt_id from samples where not coalesce(accepted, false)")
-    rejected = {r["attempt_id"] for r in json.loads(out)}
-    ids = pq.read_table(raw / "train.parquet", columns=["attempt_id"]).column("attempt_id").to_pylist()
-    return {n: sum(a in rejected for a in ids[:n]) for n in demo.size.ablation_sizes}
+    return {r["attempt_id"] for r in json.loads(out)}
+
+
+def _count_in(shard: Path, ids: set[str]) -> int:
+    """How many training rows of ``shard`` are samples with one of ``ids`` (lineage: the attempt id column)."""
+    return sum(a in ids for a in pq.read_table(shard / "train.parquet", columns=["attempt_id"])
+               .column("attempt_id").to_pylist())
 
 
 def main() -> None:

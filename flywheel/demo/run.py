@@ -26,6 +26,7 @@ from flywheel.demo.sizes import DemoSize
 
 TEMPLATE = "code_only"
 HELDOUT = "heldout"
+SUBSAMPLE_SEED = 7
 
 
 class Demo:
@@ -131,12 +132,16 @@ class Demo:
                                                        "counts": {"train": len(recs), "val": len(recs)}}) + "\n")
 
     def subsample(self, shard: Path, n: int, out: Path) -> Path:
-        """The first ``n`` training rows of ``shard`` (rows are already shuffled by the export's mix seed)."""
+        """``n`` training rows of ``shard`` drawn without replacement (seeded), so a raw shard's subsample holds
+        rejected samples in the shard's own proportion (the export writes rows in store order, rounds first)."""
+        import numpy as np
+
         if (out / "manifest.json").exists():
             return out
         out.mkdir(parents=True, exist_ok=True)
         train = pq.read_table(shard / "train.parquet")
-        pq.write_table(train.slice(0, min(n, train.num_rows)), out / "train.parquet")
+        pick = np.random.default_rng(SUBSAMPLE_SEED).permutation(train.num_rows)[: min(n, train.num_rows)]
+        pq.write_table(train.take(sorted(pick.tolist())), out / "train.parquet")
         shutil.copy(shard / "val.parquet", out / "val.parquet")
         (out / "manifest.json").write_text(json.dumps({"stage": "sft", "subsample_of": str(shard), "rows": n}) + "\n")
         return out
