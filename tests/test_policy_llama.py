@@ -135,3 +135,32 @@ def test_llama_round_flows_through_sandbox_and_contracts(server, tmp_path):
                               cache_dir=tmp_path, progress=False, settings=SETTINGS)
     assert again.requests_sent == 0 and again.cache_hits == n
     assert [a.attempt_id for a in again.attempts] == [a.attempt_id for a in run.attempts]
+
+
+def test_llama_run_round_stores_samples_with_lineage(server, tmp_path):
+    """`flywheel run-round --policy openai:...@llama.cpp`: samples land in the store with their lineage, and the same
+    command again sends no request (the round is complete and the responses are cached)."""
+    config = tmp_path / "round.toml"
+    config.write_text(f"[policy]\nconcurrency = 1\ntimeout_s = 600\nmax_retries = 1\nmax_tokens = {MAX_TOKENS}\n"
+                      'template = "code_only"\n')
+    store = tmp_path / "store"
+    spec = f"openai:smollm2@{server}"
+    cmd = [sys.executable, "-m", "flywheel.cli", "run-round", "--store", str(store), "--problems", "2",
+           "--families", ",".join(FAMILIES), "--difficulty", "1", "--seed", "5", "--policy", spec, "--samples", "1",
+           "--config", str(config), "--format", "json"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert first.returncode == 0, first.stderr[-3000:]
+    query = ("select policy, prompt_template, prompt_hash, sampling_json, policy_model, policy_endpoint, exec_status, "
+             "accepted, generator_code_hash, env_json from samples where policy = ?")
+    from flywheel.store import Store
+
+    with Store.open(store, create=False) as st:
+        rows = st.query(query, [spec]).to_pylist()
+    assert len(rows) == 2
+    for r in rows:
+        assert r["prompt_template"] == "code_only/v1" and r["prompt_hash"]
+        assert json.loads(r["sampling_json"])["max_tokens"] == MAX_TOKENS
+        assert r["exec_status"] is not None and r["generator_code_hash"] and r["env_json"]
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads(second.stdout)["status"] == "complete"
