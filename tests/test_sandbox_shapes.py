@@ -69,3 +69,14 @@ except OSError:
     [e] = list(run_batch([Program(program_id="lic", code=code)], config))
     assert "# a licence file the user owns" in e.stdout and "read-only" in e.stdout, (e.stdout, e.stderr)
     assert lic.read_text().count("tamper") == 0
+
+
+def test_checkout_under_tmp_stays_visible_over_the_private_tmp():
+    """A CI clone (or venv) under /tmp must be bound after the private tmpfs, or the worker cannot start."""
+    from solvers.sandbox.pool import _repo_paths, bwrap_command
+
+    cmd = bwrap_command([], {}, caps=False)
+    tmpfs_at = cmd.index("--tmpfs")
+    for path in _repo_paths():
+        binds = [i for i in range(len(cmd) - 2) if cmd[i] == "--ro-bind" and cmd[i + 2] == path]
+        assert binds and all(i > tmpfs_at for i in binds), path

@@ -59,6 +59,9 @@ def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, st
             cmd += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             cmd += ["--ro-bind", path, path]
+    # The private /tmp and /run come before the repository binds: a checkout (or its venv) that lives under /tmp, as
+    # a CI clone may, must stay visible on top of the tmpfs instead of being hidden by it.
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     made: set[str] = set()
     for path in _repo_paths():
         # bwrap creates missing parents 0700 (e.g. /root for a pyenv interpreter); the unprivileged child must
@@ -74,7 +77,6 @@ def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, st
                 made.add(d)
                 cmd += ["--perms", "0755", "--dir", d]
         cmd += ["--ro-bind", path, path]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for slot_cgroup in slot_cgroups:
         for d in slot_cgroup.dirs:
             cmd += ["--bind", d, d]
