@@ -34,12 +34,12 @@ class DemoSize:
     round_problems: int = 12
     round_samples: int = 2
     round_temperature: float = 0.7
-    retrain_steps: int = 60
+    retrain_steps: int = 40
     max_tokens: int = 1000
     batch_generate: int = 8
     copy_probe: int = 6  # held-out questions generated from each intermediate SFT checkpoint (copy-rate curve)
     ablation_sizes: tuple[int, ...] = (8, 16, 32)
-    ablation_steps: int = 30
+    ablation_steps: int = 16
     bench_limit: int = 10
     workers: int = 2
     # torch threads per process. Measured on the shared 2-core machine at load ~15: one forward+backward of the
