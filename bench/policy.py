@@ -22,22 +22,13 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._machine import cpu_model  # noqa: E402
 from flywheel.config import PolicySection  # noqa: E402
 from flywheel.policies import generate_attempts, load_problems_file  # noqa: E402
 from flywheel.policies.prompts import render  # noqa: E402
 from flywheel.policies.scripted_server import ScriptedServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "policy.json"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def problems_file(directory: Path, n: int) -> Path:

@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench._machine import cpu_model  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 
 STEPS, ROWS, SEQ = 12, 8, 128
@@ -165,7 +168,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"train{suffix}.json").write_text(json.dumps({
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpu": _cpu_model(), "cores": _cores(), "python": platform.python_version(),
+        "machine": {"cpu": cpu_model(), "cores": _cores(), "python": platform.python_version(),
                     "torch": torch.__version__, "transformers": transformers.__version__,
                     "tokenizers": tokenizers.__version__, "bf16_matmul_hw": _bf16_hw()},
         "setup": {"model": "qwen3_moe_tiny", "dtype": args.dtype, "steps": STEPS, "rows": ROWS, "seq_len": SEQ,
@@ -193,16 +196,6 @@ def _plot(results: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _bf16_hw() -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from cli_here import flywheel_here
 
 from flywheel.store import Store
 
@@ -21,23 +22,6 @@ FAMILIES = "diet,blending,production_planning"  # small LPs: the round's machine
 def flywheel(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "flywheel.cli", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
-
-
-def flywheel_here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                  *args: str) -> tuple[int, str, str]:
-    """Run the CLI in this process (no interpreter start-up): (exit code, stdout, stderr)."""
-    from flywheel.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["flywheel", *args])
-    monkeypatch.setenv("COLUMNS", "200")
-    capsys.readouterr()
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def visible_parts(path: Path) -> list[tuple[str, str, int]]:
