@@ -537,6 +537,8 @@ def run_round(store: Store, plan: RoundPlan, workers: int | None = None,
               stages: Iterable[str] | None = None) -> RoundOutcome:
     """Run (or resume) the round of ``plan``; holds the store's writer lock throughout."""
     start = time.monotonic()
+    from solvers.sandbox import default_workers  # one definition of "the cores"
+
     workers = workers or default_workers()
     with store.lock():
         round_id, state = find_round(store, plan)
@@ -628,10 +630,6 @@ def summarize(store: Store, round_id: int) -> list[dict[str, Any]]:
             row.update({k: extra.get(k, 0) for k in ("samples", "policy_ran_ok", "policy_correct",
                                                      "policy_accepted", "pass_at_1", "pass_at_k")})
     return rows
-
-
-def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def _warm_imports() -> None:
