@@ -160,7 +160,7 @@ def _generate_item(task: tuple[int, str, int, int | None, float, str]) -> dict[s
 
         for a in APIS:
             try:
-                programs[a] = render(problem.ir, a)  # type: ignore[arg-type]
+                programs[a] = render(problem.ir, a, problem.question)  # type: ignore[arg-type]
             except Exception as exc:
                 if a == api:
                     errors.append({"stage": "render", "kind": type(exc).__name__,

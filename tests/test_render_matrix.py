@@ -35,12 +35,13 @@ def matrix():
             if not supports(problem.ir, api):
                 continue  # checked by test_unsupported_pairs_raise_a_clear_error
             jobs.append(((family, api), truth))
-            programs.append(Program(program_id=f"{family}-{api}", code=render(problem.ir, api)))
+            programs.append(Program(program_id=f"{family}-{api}", code=render(problem.ir, api, problem.question)))
     for api, family in INFEASIBLE.items():
         problem = generate_problem(family, SEED, DIFFICULTY, infeasible_share=1.0)
         truth = solve_ground_truth(problem.ir)
         jobs.append((("infeasible", api), truth))
-        programs.append(Program(program_id=f"infeasible-{family}-{api}", code=render(problem.ir, api)))
+        programs.append(Program(program_id=f"infeasible-{family}-{api}",
+                                code=render(problem.ir, api, problem.question)))
     executions = list(run_batch(programs, CONFIG))
     return {key: (truth, execution) for (key, truth), execution in zip(jobs, executions, strict=True)}
 

@@ -14,9 +14,13 @@ from solvers.render.base import RENDERERS, Renderer, register
 APIS: tuple[str, ...] = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
 
 
-def render(model: Model, api: str) -> str:
-    """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API."""
-    return _renderer(api).render(model)
+def render(model: Model, api: str, question: str | None = None) -> str:
+    """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API.
+
+    With the problem's ``question``, the data block lists the numbers in the order the question states them
+    (``solvers.render.order``): the same program, easier to write by copying from the question.
+    """
+    return _renderer(api).render(model, question)
 
 
 def supports(model: Model, api: str) -> bool:

@@ -42,7 +42,8 @@ class Renderer(Dialect, ABC):
     infinity: ClassVar[str] = "None"
     neg_infinity: ClassVar[str] = "None"
 
-    def render(self, model: Model) -> str:
+    def render(self, model: Model, question: str | None = None) -> str:
+        """The program of ``model``; with ``question``, its data block follows the question's order of numbers."""
         self.check(model)
         p = plan(model)
         self.p = p
@@ -53,7 +54,7 @@ class Renderer(Dialect, ABC):
         article = "an" if kind[0] in "aeiou" else "a"
         lines = [f"# {model.name}: {article} {kind} with {m['n_vars']} variables and {m['n_constraints']} constraints, "
                  f"written for {self.api}.", *self.imports(p), "", "# ---- data ----",
-                 *p.data_lines(self.infinity, self.neg_infinity), "", *self.model_lines(p), "",
+                 *p.data_lines(self.infinity, self.neg_infinity, question), "", *self.model_lines(p), "",
                  "# ---- decision variables ----"]
         for g in p.var_groups:
             note = g.description + (f" ({g.unit})" if g.unit else "")

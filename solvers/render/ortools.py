@@ -39,9 +39,9 @@ class OrtoolsRenderer(Renderer):
                 "MathOpt's SCIP (no Ipopt in this build) does not reach the optimum in reasonable time; "
                 "use gurobipy, pyomo, coptpy or docplex", culprit=f"solver API ortools, model {model.name}")
 
-    def render(self, model: Model) -> str:
+    def render(self, model: Model, question: str | None = None) -> str:
         self.backend = backend(model)
-        return super().render(model)
+        return super().render(model, question)
 
     # ---- header ------------------------------------------------------------------------------------
 

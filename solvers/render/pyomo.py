@@ -57,10 +57,10 @@ def _model_attributes() -> frozenset[str]:
 class PyomoRenderer(Renderer):
     api = "pyomo"
 
-    def render(self, model) -> str:  # type: ignore[no-untyped-def]
+    def render(self, model, question: str | None = None) -> str:  # type: ignore[no-untyped-def]
         self.components = Namespace(_model_attributes() | {"obj"})
         self.comp: dict[str, str] = {}
-        return super().render(model)
+        return super().render(model, question)
 
     # ---- dialect -----------------------------------------------------------------------------------
 

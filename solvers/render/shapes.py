@@ -25,10 +25,14 @@ class ParamPlan:
     param: Parameter
     keys: dict[Key, float] | None  # None for a scalar
 
-    def literal(self) -> str:
+    def literal(self, order: list[int] | None = None) -> str:
+        """The value as a Python literal; a dict's entries in ``order`` (indices into ``keys``) when given."""
         if self.keys is None:
             return lit(float(self.param.values))  # type: ignore[arg-type]
-        return wrap_items([f"{key_lit(k)}: {lit(v)}" for k, v in self.keys.items()], "{", "}")
+        items = list(self.keys.items())
+        if order is not None:
+            items = [items[i] for i in order]
+        return wrap_items([f"{key_lit(k)}: {lit(v)}" for k, v in items], "{", "}")
 
 
 @dataclass
@@ -173,18 +177,25 @@ class Plan:
     def is_quadratic(self) -> bool:
         return bool(self.model.objective.quadratic)
 
-    def data_lines(self, infinity: str = "None", neg_infinity: str = "None") -> list[str]:
-        """The data block: sets, parameters, then key lists and bound dicts, with short comments."""
+    def data_lines(self, infinity: str = "None", neg_infinity: str = "None", question: str | None = None) -> list[str]:
+        """The data block: sets, parameters, then key lists and bound dicts, with short comments.
+
+        With ``question``, parameters and their entries follow the order the question states the numbers in
+        (``solvers.render.order``), so copying the data is a left-to-right walk through the question.
+        """
+        from solvers.render.order import mention_order
+
         lines: list[str] = []
         for s in self.sets:
             if s.description:
                 lines.append(f"# {s.description}")
             lines.append(f"{s.ident} = " + wrap_items([lit(e) for e in s.elements], "[", "]"))
-        for p in self.params:
+        params = mention_order(question, self.params) if question else [(p, None) for p in self.params]
+        for p, order in params:
             note = p.param.description + (f" ({p.param.unit})" if p.param.unit else "")
             if note.strip():
                 lines.append(f"# {note.strip()}")
-            lines.append(f"{p.ident} = {p.literal()}")
+            lines.append(f"{p.ident} = {p.literal(order)}")
         for name, literal, comment in self.extra_data:
             if comment:
                 lines.append(f"# {comment}")

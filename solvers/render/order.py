@@ -1,0 +1,84 @@
+"""Data in question-mention order: the data block lists parameters and their entries in the order the question
+states their numbers.
+
+Why: a model that writes the program from the question has to copy every number. When the program's data block
+follows the question (``profit`` before ``usage`` if the question gives profits first, and ``usage`` product-major
+when the question says "each unit of Solvent needs 5 hours of Reactor, 3 hours of Distillation"), copying is a
+monotone walk through the question, the pattern induction heads learn first. The IR's own order (``usage`` keyed
+resource-major) makes it a search instead. Reordering a dict literal changes no value, so the program is the same
+model; only the reading order changes.
+
+How an entry is placed: every numeral of the question is an occurrence; an entry (key elements, value) can take an
+occurrence of its value, preferring the one nearest to the mentions of its key's element names (greedy over all
+entries of all parameters, closest pairs first, each occurrence used once while unused ones remain). An entry whose
+value the question never writes (a derived number, a percentage given as a fraction) keeps its place behind the
+entry before it in IR order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from solvers.render.shapes import ParamPlan
+
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])-?\d+(?:\.\d+)?(?![\d])")
+Entry = tuple[int, int]  # (parameter index, entry index)
+
+
+def _value(token: str) -> float:
+    return round(float(token), 9)
+
+
+def _mentions(question: str, name: str) -> list[int]:
+    """Character positions where element ``name`` is written (as a whole word, or with ``_`` read as a space)."""
+    spots: list[int] = []
+    for form in {name, name.replace("_", " ")}:
+        spots += [m.start() for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", question)]
+    return spots
+
+
+def mention_order(question: str, params: Sequence[ParamPlan]) -> list[tuple[ParamPlan, list[int]]]:
+    """``params`` sorted by where the question first states one of their numbers, each with its entries' order
+    (indices into ``param.keys``), both following the question; ties and unplaced entries keep IR order."""
+    occurrences: dict[float, list[int]] = {}
+    for m in _NUMBER.finditer(question):
+        occurrences.setdefault(_value(m.group()), []).append(m.start())
+    name_spots: dict[str, list[int]] = {}
+
+    def spots(name: str) -> list[int]:
+        if name not in name_spots:
+            name_spots[name] = _mentions(question, name)
+        return name_spots[name]
+
+    pairs: list[tuple[float, int, Entry]] = []
+    entries: dict[int, list[tuple[tuple[str, ...], float]]] = {}
+    for pi, p in enumerate(params):
+        items = [((), float(p.param.values))] if p.keys is None else list(p.keys.items())  # type: ignore[arg-type]
+        entries[pi] = items
+        for ei, (key, value) in enumerate(items):
+            for q in occurrences.get(round(value, 9), []):
+                dist = sum(min((abs(s - q) for s in spots(e)), default=0) for e in key)
+                pairs.append((dist, q, (pi, ei)))
+    pairs.sort()
+    placed: dict[Entry, int] = {}
+    used: set[int] = set()
+    for allow_reuse in (False, True):  # first one entry per occurrence, then shared occurrences for the rest
+        for _, q, entry in pairs:
+            if entry not in placed and (allow_reuse or q not in used):
+                placed[entry] = q
+                used.add(q)
+
+    position: dict[Entry, float] = {}
+    last = -1.0
+    for pi, items in entries.items():
+        for ei in range(len(items)):
+            last = placed.get((pi, ei), last + 1e-6)  # unplaced: right behind the entry before it
+            position[(pi, ei)] = last
+    ordered = []
+    for pi, items in entries.items():
+        order = sorted(range(len(items)), key=lambda ei: (position[(pi, ei)], ei))
+        first = min((position[(pi, ei)] for ei in range(len(items))), default=float(pi))
+        ordered.append((first, pi, params[pi], order))
+    ordered.sort(key=lambda t: (t[0], t[1]))
+    return [(p, order) for _, _, p, order in ordered]
