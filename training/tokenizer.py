@@ -4,6 +4,12 @@ Digits are split one per token before BPE runs, so no merge can ever fuse "12" o
 numbers of a question into its code then copies digit by digit from a ten-symbol alphabet, instead of having to learn
 thousands of number tokens it sees a few times each (issue 9's measured failure mode was exactly that copying).
 
+Names get the same treatment in a cheaper form: a space before a capitalised word is its own pre-token, so
+``Urea`` is the same token sequence in the question ("37 dollars for Urea") and in the code (``"Urea": 37``);
+byte-level BPE would otherwise give the question's `` Urea`` (space fused) and the code's ``Urea`` different ids,
+and a model would have to learn each name's pair instead of copying it. Lower-case prose keeps its fused spaces, so
+the cost is one token per name mention.
+
 The chat format is ChatML; ``render_chat`` is the single Python implementation of it, and the saved Jinja template
 renders the identical text (tested), so SFT masking and ``apply_chat_template`` at inference agree token for token.
 """
@@ -13,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 BOS = "<|endoftext|>"
@@ -51,9 +57,11 @@ def render_chat(messages: list[dict[str, str]]) -> tuple[str, list[tuple[int, in
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE (digits split individually) on ``texts``; returns an HF fast tokenizer."""
+    """Train a byte-level BPE (digits split individually, names apart from the space before them) on ``texts``;
+    returns an HF fast tokenizer."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r" (?=\p{Lu})"), behavior="isolated"),
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
