@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import typer
@@ -17,6 +16,7 @@ from rich.table import Table
 from flywheel.config import load_config
 from flywheel.round import RoundOutcome, RoundPlan, run_round
 from flywheel.store import Store
+from solvers.stdout import fd1_redirected
 
 STAGE_LABELS = {"generate": "generate + ground truth", "policy": "policy samples", "execute": "run programs",
                 "contracts": "contracts"}
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         # Piped output has no terminal width; Rich would squeeze the summary into 80 columns.
         stream = sys.stderr if fmt == "json" else sys.stdout
         console = Console(stderr=fmt == "json", width=None if stream.isatty() else 140)
-        with Store.open(cfg.store.path) as st, _stdout_to_stderr(fmt == "json"):
+        with Store.open(cfg.store.path) as st, _stdout_for_json_only(fmt == "json"):
             outcome = _run_with_progress(st, plan, cfg.round.workers, console, progress and fmt != "json")
         if fmt == "json":
             typer.echo(json.dumps({"round": outcome.round, "status": outcome.status, "store": cfg.store.path,
@@ -76,21 +76,15 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def _stdout_to_stderr(active: bool) -> Iterator[None]:
+def _stdout_for_json_only(active: bool) -> Iterator[None]:
     """Keep stdout clean for ``--format json``: solver libraries print banners straight to file descriptor 1
-    (HiGHS does when a model is first built in this process), which no Python-level redirect can catch."""
+    (HiGHS does when a model is first built in this process), which no Python-level redirect can catch, so fd 1
+    goes to stderr; Python-level prints follow it there."""
     if not active:
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
+    with fd1_redirected(2), redirect_stdout(sys.stderr):
         yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def _run_with_progress(store: Store, plan: RoundPlan, workers: int | None, console: Console,
