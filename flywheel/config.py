@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from solvers.errors import ConfigError, nearest
 
@@ -37,6 +45,21 @@ class SandboxSection(_Section):
     cpu_s: float = Field(20.0, gt=0, description="CPU-seconds limit per program")
     memory_mb: int = Field(2048, gt=0, description="memory cap per program")
     license_file: str | None = Field(None, description="full solver licence file mounted read-only")
+    backend: Literal["local", "ray"] = Field("local", description="where programs run: local warm pool, or ray "
+                                             "(each node's isolated pool; extra `ray`)")
+    address: str | None = Field(None, description="ray cluster address; None: RAY_ADDRESS or a local Ray instance")
+
+    @model_serializer(mode="wrap")
+    def _placement_when_set(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """Where programs run is not what a round is: at their defaults the placement keys are left out of the
+        dump that a round's config hash covers, so stores made before they existed still resume. ``show_config``
+        asks for every default."""
+        data = handler(self)
+        if not (info.context or {}).get("all_defaults"):
+            for key in ("backend", "address"):
+                if key in data and data[key] == type(self).model_fields[key].default:
+                    del data[key]
+        return data
 
 
 class PolicySection(_Section):
@@ -114,4 +137,4 @@ def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, A
 
 
 def show_config(config: BaseModel) -> dict[str, Any]:
-    return config.model_dump(mode="json")
+    return config.model_dump(mode="json", context={"all_defaults": True})

@@ -41,10 +41,13 @@ def _read_files(data_dir: Path | None) -> dict[str, str]:
     return files
 
 
-def _config(timeout: float | None, isolation: str | None, codes: list[str]) -> Any:
+def _config(timeout: float | None, isolation: str | None, codes: list[str], backend: str = "local",
+            address: str | None = None) -> Any:
     from solvers.sandbox import SandboxConfig, preload_for
 
-    kwargs: dict[str, Any] = {"preload": preload_for(codes)}
+    if backend not in ("local", "ray"):
+        raise SandboxError(f"unknown backend {backend!r}; known: local, ray", culprit="--backend")
+    kwargs: dict[str, Any] = {"preload": preload_for(codes), "backend": backend, "ray_address": address}
     if timeout is not None:
         kwargs["timeout_s"] = timeout
     if isolation is not None:
@@ -102,6 +105,9 @@ def register(app: typer.Typer) -> None:
         timeout: float | None = typer.Option(None, "--timeout", help="Wall-clock limit per program."),
         isolation: str | None = typer.Option(None, "--isolation", help="auto | bwrap | process"),
         fmt: str = typer.Option("table", "--format", help="table | json (the summary)"),
+        backend: str = typer.Option("local", "--backend", help="local | ray (fan out across a Ray cluster)"),
+        address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: RAY_ADDRESS "
+                                           "or a local Ray instance)."),
     ) -> None:
         """Run every program of a JSONL file; output lines keep the input order."""
         from solvers.sandbox import Program, run_batch
@@ -120,7 +126,11 @@ def register(app: typer.Typer) -> None:
             except (ValueError, KeyError, TypeError) as exc:
                 raise SandboxError(f"bad batch line: {exc}", culprit=f"{infile}:{n}") from exc
         counts: Counter[str] = Counter()
-        config = _config(timeout, isolation, [p.code for p in programs])
+        config = _config(timeout, isolation, [p.code for p in programs], backend, address)
+        if backend == "ray":
+            from solvers.sandbox.ray_backend import require_ray
+
+            require_ray()  # a missing extra is one clear line before any output file is opened
 
         def executions() -> Iterator[Execution]:
             yield from run_batch(programs, config, workers=workers, progress=True)

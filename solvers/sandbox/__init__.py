@@ -6,13 +6,14 @@
 runs in a fresh forked child, locked down (bubblewrap namespaces where available, unprivileged uid, seccomp,
 rlimits, cgroup caps, scrubbed environment) and its solve calls are captured by instrumentation, never by reading
 its output. See ``pool.py`` (parent side), ``worker.py`` / ``child.py`` (the two sides of one program) and
-``capture/`` (one module per solver API).
+``capture/`` (one module per solver API). ``SandboxConfig(backend="ray")`` fans the same batches out across a
+Ray cluster (``ray_backend.py``; each node still runs every program in its own isolated pool).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from solvers.records import Execution
 from solvers.sandbox.pool import Pool, close_pools, shared_pool
@@ -28,15 +29,28 @@ def default_workers() -> int:
 
 def run_program(program: Program, config: SandboxConfig | None = None) -> Execution:
     """Run one program; never raises for anything the program does (that is in ``Execution.status``)."""
-    return shared_pool(config or SandboxConfig(), 1).run(program)
+    config = config or SandboxConfig()
+    if config.backend == "ray":
+        return next(_map(config, None)([program], None))
+    return shared_pool(config, 1).run(program)
+
+
+def _map(config: SandboxConfig, workers: int | None) -> Callable[..., Iterator[Execution]]:
+    """The backend's order-preserving ``map(programs, progress)``."""
+    if config.backend == "ray":
+        from solvers.sandbox import ray_backend
+
+        return lambda programs, progress: ray_backend.map_programs(programs, config, workers, progress)
+    return shared_pool(config, workers or default_workers()).map
 
 
 def run_batch(programs: Iterable[Program], config: SandboxConfig | None = None, workers: int | None = None,
               progress: bool = False) -> Iterator[Execution]:
-    """Run programs on ``workers`` warm workers (default: the cores); yields executions in input order."""
-    pool = shared_pool(config or SandboxConfig(), workers or default_workers())
+    """Run programs on ``workers`` warm workers (default: the cores; with the ray backend, one per cluster CPU);
+    yields executions in input order."""
+    run_map = _map(config or SandboxConfig(), workers)
     if not progress:
-        yield from pool.map(programs)
+        yield from run_map(programs, None)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -47,4 +61,4 @@ def run_batch(programs: Iterable[Program], config: SandboxConfig | None = None, 
     with Progress(TextColumn("sandbox"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=False) as bar:
         task = bar.add_task("run", total=total)
-        yield from pool.map(programs, progress=lambda _e: bar.advance(task))
+        yield from run_map(programs, lambda _e: bar.advance(task))
