@@ -39,6 +39,7 @@ def sandbox_config(plan: RoundPlan) -> Any:
         kwargs["cpu_s"] = max(1, int(round(s["cpu_s"])))
     if s.get("license_file"):
         kwargs["license_files"] = {"GRB_LICENSE_FILE": s["license_file"]}
+    kwargs["backend"], kwargs["ray_address"] = s.get("backend", "local"), s.get("address")  # [sandbox] placement
     return SandboxConfig(**kwargs)
 
 
