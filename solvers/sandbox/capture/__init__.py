@@ -12,7 +12,6 @@ or ``CpSolver.Solve`` calling ``CpSolver.solve``, gives one record, the one the 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import importlib.util
@@ -22,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,20 +110,19 @@ def read_and_remove(path: str | None) -> str | None:
             pass
 
 
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Silence C-level writes to fd 1 (a solver announcing an export) so the program's output stays its own."""
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
+def export_mps(write: Callable[[str], Any], suffix: str = ".mps") -> str | None:
+    """The model as MPS text through the solver's own writer ``write(path)``, or None when export is disabled or
+    the writer failed (e.g. general constraints MPS cannot hold: the solve record stands without the model). A
+    writer that returns a string names the file it really wrote (docplex picks its own name)."""
+    path = mps_path(suffix)
+    if path is None:
+        return None
     try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+        written = write(path)
+    except Exception:
+        read_and_remove(path)  # whatever it left behind is not a model anyone may trust
+        return None
+    return read_and_remove(written if isinstance(written, str) else path)
 
 
 def capped_solution(pairs: Any) -> dict[str, float]:
@@ -228,6 +226,21 @@ def wrap_solve(
 def patch(owner: Any, attr: str, wrapper: Callable[..., Any]) -> None:
     setattr(owner, attr, wrapper)
     PATCHES.append((owner, attr, wrapper))
+
+
+def patch_solves(
+    api: str,
+    owner: Any,
+    names: tuple[str, ...],
+    describe: Callable[[tuple[Any, ...], dict[str, Any], Any], Described],
+    describe_error: Callable[[tuple[Any, ...], BaseException], Described | None] | None = license_or_error,
+) -> None:
+    """Wrap each solve entry point ``owner.<name>`` that this version of the library has (``wrap_solve``);
+    a library's licence-size errors become ``license_limit`` unless ``describe_error`` says otherwise."""
+    for name in names:
+        original = getattr(owner, name, None)
+        if original is not None:
+            patch(owner, name, wrap_solve(api, original, describe, describe_error))
 
 
 def verify() -> list[str]:

@@ -5,17 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    quiet_stdout,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.stdout import fd1_redirected
 
 # 1 optimal, 2 infeasible, 3 unbounded, 4 inf-or-unbd, 5 numerical, 6 node limit, 7 imprecise, 8 timeout,
 # 9 unfinished, 10 interrupted.
@@ -61,22 +52,17 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
             d.mip_gap = _attr(m, "BestGap")
         else:
             d.bound = d.objective
-    path = mps_path()
-    if path is not None:
-        try:
-            with quiet_stdout():  # writeMps announces itself on stdout
-                m.writeMps(path)
-        except Exception:
-            pass
-        d.model_mps = read_and_remove(path)
+    d.model_mps = export_mps(lambda path: _write_quietly(m, path))
     return d
+
+
+def _write_quietly(m: Any, path: str) -> None:
+    with fd1_redirected():  # writeMps announces itself on stdout, which is the program's own
+        m.writeMps(path)
 
 
 @hook("coptpy", ("coptpy",))
 def install() -> None:
     import coptpy
 
-    for name in ("solve", "solveLP"):
-        original = getattr(coptpy.Model, name, None)
-        if original is not None:
-            patch(coptpy.Model, name, wrap_solve("coptpy", original, _describe, license_or_error))
+    patch_solves("coptpy", coptpy.Model, ("solve", "solveLP"), _describe)

@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
 
 _STATUS = {1: SolveStatus.OPTIMAL, 101: SolveStatus.OPTIMAL, 102: SolveStatus.OPTIMAL,  # 102: optimal within gap
            2: SolveStatus.UNBOUNDED, 118: SolveStatus.UNBOUNDED, 3: SolveStatus.INFEASIBLE,
@@ -51,13 +42,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
             d.mip_gap = getattr(details, "mip_relative_gap", None)
         else:
             d.bound = d.objective
-    path = mps_path("")
-    if path is not None:
-        try:
-            written = m.export_as_mps(path=path + ".mps")
-        except Exception:
-            written = None
-        d.model_mps = read_and_remove(written if isinstance(written, str) else path + ".mps")
+    d.model_mps = export_mps(lambda path: m.export_as_mps(path=path))  # returns the path it wrote
     return d
 
 
@@ -65,4 +50,4 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
 def install() -> None:
     from docplex.mp.model import Model
 
-    patch(Model, "solve", wrap_solve("docplex", Model.solve, _describe, license_or_error))
+    patch_solves("docplex", Model, ("solve",), _describe)

@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
 
 _LIMITS = {7, 8, 9, 10, 15, 16, 17}  # iteration, node, time, solution, user-obj, work, memory limits
 _STATUS = {2: SolveStatus.OPTIMAL, 3: SolveStatus.INFEASIBLE, 4: SolveStatus.INF_OR_UNBD, 5: SolveStatus.UNBOUNDED,
@@ -52,15 +43,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
             d.mip_gap = _attr(m, "MIPGap")
         else:
             d.bound = m.ObjVal
-    path = mps_path()
-    if path is not None:
-        try:
-            m.write(path)
-        except Exception:  # e.g. general constraints MPS cannot hold; the solve record stands without it
-            path_text = None
-        else:
-            path_text = read_and_remove(path)
-        d.model_mps = path_text
+    d.model_mps = export_mps(m.write)
     return d
 
 
@@ -68,4 +51,4 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
 def install() -> None:
     import gurobipy
 
-    patch(gurobipy.Model, "optimize", wrap_solve("gurobipy", gurobipy.Model.optimize, _describe, license_or_error))
+    patch_solves("gurobipy", gurobipy.Model, ("optimize",), _describe)

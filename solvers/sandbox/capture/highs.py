@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
 
 _STATUS = {"kOptimal": SolveStatus.OPTIMAL, "kInfeasible": SolveStatus.INFEASIBLE,
            "kUnbounded": SolveStatus.UNBOUNDED, "kUnboundedOrInfeasible": SolveStatus.INF_OR_UNBD,
@@ -53,26 +44,22 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         else:
             d.bound = d.objective
     del name
-    path = mps_path()
-    if path is not None:
-        flag = h.getOptionValue("output_flag")
-        flag = bool(flag[1] if isinstance(flag, tuple) else flag)  # highspy >= 1.8 returns (status, value)
-        try:
-            h.setOptionValue("output_flag", False)  # writeModel logs a line to stdout otherwise
-            h.writeModel(path)
-        except Exception:
-            pass
-        finally:
-            h.setOptionValue("output_flag", flag)
-        d.model_mps = read_and_remove(path)
+    d.model_mps = export_mps(lambda path: _write_quietly(h, path))
     return d
+
+
+def _write_quietly(h: Any, path: str) -> None:
+    flag = h.getOptionValue("output_flag")
+    flag = bool(flag[1] if isinstance(flag, tuple) else flag)  # highspy >= 1.8 returns (status, value)
+    try:
+        h.setOptionValue("output_flag", False)  # writeModel logs a line to stdout otherwise
+        h.writeModel(path)
+    finally:
+        h.setOptionValue("output_flag", flag)
 
 
 @hook("highspy", ("highspy",))
 def install() -> None:
     import highspy
 
-    for name in ("run", "solve"):
-        original = getattr(highspy.Highs, name, None)
-        if original is not None:
-            patch(highspy.Highs, name, wrap_solve("highspy", original, _describe, license_or_error))
+    patch_solves("highspy", highspy.Highs, ("run", "solve"), _describe)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import Described, _state, capped_solution, hook, license_or_error, patch, wrap_solve
+from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
 
 
 def _version() -> str:
@@ -115,7 +115,7 @@ def _describe_mathopt(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
 def install_lp() -> None:
     from ortools.linear_solver import pywraplp
 
-    patch(pywraplp.Solver, "Solve", wrap_solve("ortools", pywraplp.Solver.Solve, _describe_lp, license_or_error))
+    patch_solves("ortools", pywraplp.Solver, ("Solve",), _describe_lp)
 
 
 @hook("ortools.cp_model", ("ortools.sat.python.cp_model",))

@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
 
 _SOL = {1: SolveStatus.OPTIMAL, 2: SolveStatus.TIME_LIMIT_WITH_SOLUTION, -1: SolveStatus.INFEASIBLE,
         -2: SolveStatus.UNBOUNDED, 0: SolveStatus.TIME_LIMIT_NO_SOLUTION, -3: SolveStatus.ERROR}
@@ -41,13 +32,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.objective = pulp.value(prob.objective)
         d.solution = capped_solution((v.name, v.varValue) for v in variables)
         d.bound = d.objective if not ints else None
-    path = mps_path()
-    if path is not None:
-        try:
-            prob.writeMPS(path)
-        except Exception:
-            pass
-        d.model_mps = _portable_sense(read_and_remove(path))
+    d.model_mps = _portable_sense(export_mps(prob.writeMPS))
     return d
 
 
@@ -68,4 +53,4 @@ def _portable_sense(mps: str | None) -> str | None:
 def install() -> None:
     import pulp
 
-    patch(pulp.LpProblem, "solve", wrap_solve("pulp", pulp.LpProblem.solve, _describe, license_or_error))
+    patch_solves("pulp", pulp.LpProblem, ("solve",), _describe)

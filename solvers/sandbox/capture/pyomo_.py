@@ -9,16 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import (
-    Described,
-    capped_solution,
-    hook,
-    license_or_error,
-    mps_path,
-    patch,
-    read_and_remove,
-    wrap_solve,
-)
+from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, license_or_error, patch, patch_solves
 from solvers.sandbox.capture.highs import _STATUS as _HIGHS_STATUS
 
 _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
@@ -94,13 +85,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.solve_time_s = float(wall) if wall is not None else None
     except (TypeError, ValueError):
         d.solve_time_s = None
-    path = mps_path()
-    if path is not None:
-        try:
-            model.write(path, format="mps", io_options={"symbolic_solver_labels": True})
-        except Exception:
-            pass
-        d.model_mps = read_and_remove(path)
+    d.model_mps = export_mps(lambda path: model.write(path, format="mps", io_options={"symbolic_solver_labels": True}))
     return d
 
 
@@ -124,7 +109,7 @@ def _patch_class(cls: type) -> None:
     if cls in _patched or not callable(getattr(cls, "solve", None)):
         return
     _patched.add(cls)
-    patch(cls, "solve", wrap_solve("pyomo", cls.solve, _describe, _describe_error))
+    patch_solves("pyomo", cls, ("solve",), _describe, _describe_error)
 
 
 @hook("pyomo", ("pyomo.environ",))
