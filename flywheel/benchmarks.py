@@ -10,7 +10,6 @@ the card ever lands there. ``load_benchmark`` is what curation (decontamination)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from flywheel.store.files import sha256_file
 from solvers.errors import ConfigError, FlywheelError, unknown_name
 from solvers.ir import Model
 from solvers.records import Record
@@ -111,14 +111,6 @@ def get_card(name: str) -> BenchmarkCard:
     if name not in cards:
         raise unknown_name("benchmark", name, list(cards))
     return cards[name]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cached_path(name: str) -> Path:

@@ -261,12 +261,9 @@ def _highs_version() -> str:
 
 
 def _pkg_version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from solvers.versions import package_version
 
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
+    return package_version(dist) or "unknown"
 
 
 # ---- Gurobi (gurobipy) ------------------------------------------------------------------------------

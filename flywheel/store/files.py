@@ -19,6 +19,7 @@ TMP_PREFIX = ".tmp-"
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in ``chunk``-byte blocks (parts and benchmark files can be large)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):

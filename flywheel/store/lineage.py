@@ -10,19 +10,13 @@ import os
 import platform
 import sys
 from functools import cache
-from importlib import metadata
 from typing import Any
+
+from solvers.versions import package_version
 
 # Distributions whose versions change what a round produces (generators, solvers, store, contracts).
 PACKAGES = ("or-flywheel", "numpy", "pydantic", "duckdb", "pyarrow", "highspy", "gurobipy", "ortools", "pyomo",
             "coptpy", "docplex", "cplex", "pulp", "datasketch", "torch", "transformers")
-
-
-def package_version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return ""
 
 
 @cache
