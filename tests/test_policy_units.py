@@ -1,16 +1,19 @@
-"""Spec parsing, prompt templates, the problems file, retry delays and the capability-boundary table."""
+"""Spec parsing, prompt templates, the problems file, retry delays, the capability-boundary table and the one failure
+classification behind it, the evaluator's miss classes and the stats failures table."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from flywheel.evaluate.score import Completion, judge
 from flywheel.policies import load_problems_file, make_backend, parse_spec
 from flywheel.policies.backends.retry import backoff_delay, parse_retry_after
 from flywheel.policies.boundary import failure_taxonomy
 from flywheel.policies.prompts import get_template, render, templates
 from solvers.errors import ConfigError, ModelError, UnknownNameError
-from solvers.records import SolveStatus
+from solvers.failures import classify_failure, failure_reasons
+from solvers.records import ExecStatus, Execution, SolveStatus
 
 
 @pytest.mark.parametrize("spec, model, url", [
@@ -95,3 +98,25 @@ def test_failure_taxonomy_orders_the_pipeline():
     assert (f["infra"], f["code"], f["formulation"], f["pass"]) == (1, 2, 1, 0)
     assert (g["pass"], g["solver"], g["pass_rate"]) == (1, 1, 0.5)
     assert total["attempts"] == 6 and total["pass_rate"] == 0.2  # 1 pass of 5 judged (infra excluded)
+
+
+@pytest.mark.parametrize("status", [s for s in ExecStatus if s != ExecStatus.OK])
+def test_every_failure_report_classes_a_status_the_same_way(status: ExecStatus) -> None:
+    """The capability boundary, the evaluator's miss class and the stats failures table agree on every execution
+    status that ended without a solve (one table, solvers.failures, in three vocabularies)."""
+    category, detail = classify_failure({"exec_status": status.value, "verdicts": {}})
+    miss = judge(Completion(id="x", answer=3.0, code="x = 1"), Execution(program_id="x", status=status)).miss_class
+    evaluator_words = {"code": {"code", "no_code"}, "solver": {"solver_outcome"}, "infra": {"infrastructure"}}
+    assert detail == status.value and miss in evaluator_words[category]
+    assert failure_reasons({"exec_status": status.value, "verdicts": {}, "accepted": False}) == [f"exec:{status}"]
+    if status == ExecStatus.LICENSE_LIMIT:  # a licence-size refusal is never the model's error, in any report
+        assert (category, miss) == ("infra", "infrastructure")
+
+
+def test_a_correct_infeasible_answer_fails_on_the_contract_that_rejected_it() -> None:
+    row = {"exec_status": "solver_infeasible", "accepted": False,
+           "verdicts": {"status_matches_ground_truth": "pass", "no_diet": "fail", "numeric_coverage": "contract_error"}}
+    assert classify_failure(row) == ("formulation", "no_diet")
+    assert failure_reasons(row) == ["contract:no_diet", "contract:numeric_coverage"]  # every failed or errored one
+    assert failure_reasons({**row, "verdicts": {"status_matches_ground_truth": "pass"}, "disputed": True}) == \
+        ["disputed"]

@@ -7,9 +7,11 @@ and their solver calls took, and the failure taxonomy per family: why the sample
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from flywheel.store import Store
+from solvers.failures import failure_reasons
 
 PASS_RATES_SQL = """
 SELECT s.family, s.difficulty, s.policy, s.round,
@@ -29,32 +31,8 @@ GROUP BY s.family, s.difficulty, s.policy, s.round
 ORDER BY s.family, s.difficulty, s.policy, s.round
 """
 
-# A sample that was not accepted fails for one reason per row here: its execution status if the program did not
-# run cleanly, else each contract that rejected it (a sample rejected by two contracts counts under both), else
-# "disputed" (ground truth in doubt) or "unjudged" (no verdicts yet).
-FAILURES_SQL = """
-WITH failed AS (
-    SELECT family, exec_status, failed_contracts, disputed FROM samples WHERE NOT coalesce(accepted, false)
-), reasons AS (
-    SELECT family, 'exec:' || exec_status AS reason FROM failed WHERE exec_status IS NOT NULL AND exec_status <> 'ok'
-    UNION ALL
-    SELECT family, 'not_executed' FROM failed WHERE exec_status IS NULL
-    UNION ALL
-    SELECT family, 'contract:' || unnest(string_split(failed_contracts, ',')) FROM failed
-        WHERE exec_status = 'ok' AND failed_contracts IS NOT NULL
-    UNION ALL
-    SELECT family, CASE WHEN disputed THEN 'disputed' ELSE 'unjudged' END FROM failed
-        WHERE exec_status = 'ok' AND failed_contracts IS NULL
-), totals AS (SELECT family, count(*) AS samples FROM samples GROUP BY family)
-SELECT r.family, r.reason, count(*) AS count, count(*) / any_value(t.samples) AS share_of_family
-FROM reasons r JOIN totals t USING (family)
-GROUP BY r.family, r.reason
-ORDER BY r.family, count DESC, r.reason
-"""
-
-
 BOUNDARY_SQL = """
-SELECT s.attempt_id, s.family, s.policy, s.exec_status, s.accepted,
+SELECT s.attempt_id, s.family, s.policy, s.exec_status, s.accepted, s.disputed,
        list(v.contract ORDER BY v.contract) FILTER (WHERE v.contract IS NOT NULL) AS contracts,
        list(v.outcome ORDER BY v.contract) FILTER (WHERE v.contract IS NOT NULL) AS outcomes
 FROM samples s LEFT JOIN verdicts v USING (attempt_id)
@@ -62,21 +40,39 @@ GROUP BY ALL
 """
 
 
-def capability_boundary(store: Store) -> list[dict[str, Any]]:
+def sample_rows(store: Store) -> list[dict[str, Any]]:
+    """One row per sample with its ``verdicts`` (contract -> outcome): what ``solvers.failures`` classifies."""
+    rows = store.query(BOUNDARY_SQL).to_pylist()
+    return [{**r, "verdicts": dict(zip(r["contracts"] or [], r["outcomes"] or [], strict=True))} for r in rows]
+
+
+def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per family, why the samples that were not accepted failed (``failure_reasons``: an execution status, every
+    contract that rejected it, ``disputed`` or ``unjudged``; a sample rejected by two contracts counts under both),
+    with each reason's share of the family's samples."""
+    totals = Counter(r["family"] for r in rows)
+    counts = Counter((r["family"], reason) for r in rows if not r["accepted"] for reason in failure_reasons(r))
+    ordered = sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
+    return [{"family": family, "reason": reason, "count": n, "share_of_family": n / totals[family]}
+            for (family, reason), n in ordered]
+
+
+def capability_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per policy and family: where attempts fail (code, solver outcome, formulation, infrastructure)."""
     from flywheel.policies.boundary import failure_taxonomy
 
     by_policy: dict[str, list[dict[str, Any]]] = {}
-    for r in store.query(BOUNDARY_SQL).to_pylist():
-        verdicts = dict(zip(r["contracts"] or [], r["outcomes"] or [], strict=True))
-        by_policy.setdefault(r["policy"], []).append({**r, "verdicts": verdicts})
+    for r in rows:
+        by_policy.setdefault(r["policy"], []).append(r)
     return [{"policy": policy, **row} for policy in sorted(by_policy) for row in failure_taxonomy(by_policy[policy])]
 
 
 def compute_stats(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Three tables as lists of rows: ``pass_rates``, ``failures`` and ``capability_boundary``."""
+    """Three tables as lists of rows: ``pass_rates``, ``failures`` and ``capability_boundary``; the last two
+    classify the same sample rows the same way (``solvers.failures``)."""
+    rows = sample_rows(store)
     return {
         "pass_rates": store.query(PASS_RATES_SQL).to_pylist(),
-        "failures": store.query(FAILURES_SQL).to_pylist(),
-        "capability_boundary": capability_boundary(store),
+        "failures": failures(rows),
+        "capability_boundary": capability_boundary(rows),
     }

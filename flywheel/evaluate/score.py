@@ -9,7 +9,8 @@ Every miss gets a class, so a report can say *why* a model fails:
 no solve call), ``solver_outcome`` (the solve ended infeasible / unbounded / timed out where a number was expected,
 or the reverse), ``tolerance_only`` (the objective misses strict but is within 1e-3 relative of the label, e.g.
 rounding), ``formulation`` (the solve succeeded and reports a clearly different optimum), ``infrastructure``
-(sandbox error: never counted against the model, retried by the sandbox first).
+(sandbox error or licence-size refusal: never counted against the model). Which execution statuses are which comes
+from ``solvers.failures``, the classification every failure report shares.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import Field, ValidationError
 from contracts.extract import extract_code
 from contracts.tolerance import RULES, compare
 from solvers.errors import FlywheelError, unknown_name
+from solvers.failures import exec_failure
 from solvers.records import ExecStatus, Execution, Record, SolveStatus
 
 DEFAULT_RULES = ("strict", "orlm_lenient")
@@ -35,11 +37,10 @@ INFEASIBLE = "infeasible"
 # 1e-3 is 1000x the strict rule and well below any real modelling mistake in the benchmarks' integer data.
 TOLERANCE_ONLY_RTOL = 1e-3
 
-_CODE_FAILURES = {
-    ExecStatus.SYNTAX_ERROR, ExecStatus.IMPORT_ERROR, ExecStatus.MODEL_BUILD_ERROR, ExecStatus.RUNTIME_ERROR,
-    ExecStatus.NO_SOLVE_CALL, ExecStatus.LICENSE_LIMIT, ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT,
-    ExecStatus.TAMPERED,
-}
+# The miss class of a program that never reached a final solve is its execution status's class
+# (``solvers.failures``), in the evaluator's words; ``pass`` and ``code`` both mean "crashed before a solve".
+_MISS_BY_EXEC = {"pass": "code", "no_code": "no_code", "code": "code", "solver": "solver_outcome",
+                 "infra": "infrastructure"}
 _SUCCESS_SOLVE = {SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT_WITH_SOLUTION}
 
 
@@ -177,16 +178,9 @@ def _matches(label: float | str, final: Any, rule: str) -> tuple[bool, float]:
 
 
 def _miss_class(labels: list[float | str], execution: Execution | None, final: Any) -> str:
-    if execution is None or execution.status == ExecStatus.NO_CODE:
-        return "no_code"
-    if execution.status == ExecStatus.SANDBOX_ERROR:
-        return "infrastructure"
-    if execution.status in _CODE_FAILURES and final is None:
-        return "code"
-    if execution.status in (ExecStatus.TIMEOUT_CPU, ExecStatus.TIMEOUT_WALL) and final is None:
-        return "solver_outcome"
-    if final is None:
-        return "code"
+    failure = exec_failure(execution.status if execution is not None else ExecStatus.NO_CODE)
+    if failure in ("no_code", "infra") or final is None:
+        return _MISS_BY_EXEC[failure]
     numeric = [float(x) for x in labels if not isinstance(x, str)]
     if final.status not in _SUCCESS_SOLVE or not _finite(final.objective):
         return "solver_outcome"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from solvers.errors import unknown_name
+from solvers.failures import INFRA_STATUSES
 
 # Bumped whenever a table gains, loses or changes a column; flywheel/store/migrations.py says how to move up.
 SCHEMA_VERSION = 1
@@ -184,6 +185,9 @@ register_table(TableSpec(
 ))
 
 
+# The statuses solvers.failures (the one failure classification) calls infrastructure, as a SQL list.
+_INFRA_SQL = ", ".join(f"'{status}'" for status in INFRA_STATUSES)
+
 # Derived views, created after every physical table's view. Order matters: later views may use earlier ones.
 # |a - b| <= 1e-6 + 1e-6 * max(|a|, |b|) is the agreement rule ground truth itself uses (GroundTruth.agreement_*),
 # so a sample "matches" exactly when a second ground-truth solver would have agreed.
@@ -213,7 +217,7 @@ DERIVED_VIEWS: dict[str, str] = {
                string_agg(contract || '@' || version, ',' ORDER BY contract) AS contract_versions
         FROM verdicts GROUP BY attempt_id
     """,
-    "samples": """
+    "samples": f"""
         SELECT a.attempt_id, a.problem_id, a.round, a.policy, a.api, a.sample_index, a.label_source,
                a.prompt_template, a.prompt_hash, a.sampling_json, a.policy_model, a.policy_endpoint,
                a.checkpoint_hash, a.code, a.response,
@@ -232,7 +236,7 @@ DERIVED_VIEWS: dict[str, str] = {
                END AS objective_match,
                v.n_verdicts, v.failed_contracts, v.contract_versions,
                -- A licence-size refusal or a sandbox fault says nothing about the program: never accepted.
-               v.accepted AND NOT p.disputed AND coalesce(e.status, '') NOT IN ('license_limit', 'sandbox_error')
+               v.accepted AND NOT p.disputed AND coalesce(e.status, '') NOT IN ({_INFRA_SQL})
                    AS accepted,
                r.env_json, r.config_hash AS round_config_hash
         FROM attempts a
