@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from contracts.api import REGISTRY, Contract, Severity, get_contract, load_builtins
+from flywheel.config import load_toml
 from solvers.errors import ConfigError, FlywheelError, nearest, unknown_name
 
 Entry = str | Contract | tuple[str, dict[str, Any]]
@@ -141,10 +141,7 @@ _ENTRY_KEYS = ("name", "params", "severity")
 def _load_toml(path: Path) -> Suite:
     if not path.is_file():
         raise FlywheelError("suite file not found", culprit=str(path))
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"malformed TOML: {exc}", culprit=str(path)) from exc
+    data = load_toml(path)
     _check_keys(data, _TOP_KEYS, str(path))
     for f in data.get("files", []):
         load_contract_file(path.parent / f)

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import tempfile
-import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from flywheel.config import load_toml, validate
 from flywheel.store.files import sha256_file
 from solvers.errors import ConfigError, FlywheelError, unknown_name
 from solvers.ir import Model
@@ -93,13 +93,7 @@ def load_cards() -> dict[str, BenchmarkCard]:
     """Every card in ``datasets/``, by name. A malformed card is an error naming its file."""
     cards: dict[str, BenchmarkCard] = {}
     for path in sorted(cards_dir().glob("*.toml")):
-        try:
-            card = BenchmarkCard.model_validate(tomllib.loads(path.read_text()))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"malformed TOML: {exc}", culprit=str(path)) from None
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise ConfigError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}", culprit=str(path)) from None
+        card = validate(BenchmarkCard, load_toml(path), str(path))  # errors name the file and the key
         if card.name != path.stem:
             raise ConfigError(f"card name {card.name!r} differs from its file name", culprit=str(path))
         cards[card.name] = card

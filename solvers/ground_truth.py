@@ -171,13 +171,7 @@ def _highs(model: Model, time_limit_s: float) -> SolverRun:
     if quadratic:
         h.passHessian(_hessian(model, pos, flip, highspy))
     start = time.perf_counter()
-    h.run()
-    status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kUnboundedOrInfeasible:
-        # Presolve proves only "one of the two"; without it the simplex tells which.
-        h.setOptionValue("presolve", "off")
-        h.run()
-        status = h.getModelStatus()
+    status = run_highs(h)
     elapsed = time.perf_counter() - start
     S = highspy.HighsModelStatus
     has_solution = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
@@ -216,6 +210,20 @@ def new_highs():  # type: ignore[no-untyped-def]
         h = highspy.Highs()
     _banner_shown = True
     return h
+
+
+def run_highs(h):  # type: ignore[no-untyped-def]
+    """Run a loaded Highs to its model status. Presolve proves only "infeasible or unbounded"; then a second run
+    without it lets the simplex tell which."""
+    import highspy
+
+    h.run()
+    status = h.getModelStatus()
+    if status == highspy.HighsModelStatus.kUnboundedOrInfeasible:
+        h.setOptionValue("presolve", "off")
+        h.run()
+        status = h.getModelStatus()
+    return status
 
 
 def _hessian(model: Model, pos: dict[str, int], flip: float, highspy):  # type: ignore[no-untyped-def]

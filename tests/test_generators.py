@@ -20,6 +20,7 @@ import pytest
 
 from flywheel.generators.base import MAX_DIFFICULTY, MIN_DIFFICULTY, generate_problem, get_family
 from flywheel.generators.base import family_names as _family_names
+from solvers.ground_truth import run_highs
 from solvers.ir import Model, as_jsonable, number_text
 
 FAMILIES = _family_names()
@@ -52,13 +53,7 @@ def solve_mps(ir: Model, tmp_path: Path) -> tuple[str, float, dict[str, float], 
     h.setOptionValue("threads", 1)
     assert h.readModel(str(path)) == highspy.HighsStatus.kOk
     start = time.perf_counter()
-    h.run()
-    status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kUnboundedOrInfeasible:
-        # Presolve can stop at "infeasible or unbounded"; without presolve HiGHS says which one it is.
-        h.setOptionValue("presolve", "off")
-        h.run()
-        status = h.getModelStatus()
+    status = run_highs(h)
     elapsed = time.perf_counter() - start
     names = h.getLp().col_names_
     values = dict(zip(names, h.getSolution().col_value, strict=True))
