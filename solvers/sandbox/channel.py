@@ -55,10 +55,7 @@ def parse_frames(data: bytes, key: bytes) -> tuple[list[dict[str, Any]], str | N
 
 # Worker <-> parent protocol: plain length-prefixed JSON over the worker's private pipes (trusted both ends).
 def write_msg(fd: int, message: dict[str, Any]) -> None:
-    payload = json.dumps(message).encode()
-    data = memoryview(_HEADER.pack(len(payload)) + payload)
-    while data:
-        data = data[os.write(fd, data):]
+    write_frame(fd, json.dumps(message).encode())
 
 
 def read_exact(fd: int, n: int) -> bytes | None:
@@ -72,10 +69,21 @@ def read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_msg(fd: int) -> dict[str, Any] | None:
+def read_frame(fd: int) -> bytes | None:
+    """One length-prefixed payload, undecoded (a worker forwards a program to its child without re-encoding it)."""
     header = read_exact(fd, _HEADER.size)
     if header is None:
         return None
     (length,) = _HEADER.unpack(header)
-    payload = read_exact(fd, length)
+    return read_exact(fd, length)
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def read_msg(fd: int) -> dict[str, Any] | None:
+    payload = read_frame(fd)
     return None if payload is None else json.loads(payload)

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import solvers
-from solvers.records import ExecStatus, Execution
+from solvers.records import ExecStatus, Execution, SolveCall
 from solvers.sandbox import cgroups
 from solvers.sandbox.channel import read_msg, write_msg
 from solvers.sandbox.program import Program, SandboxConfig
@@ -116,6 +116,16 @@ def slot_uid(config: SandboxConfig, index: int, sub: int = 0) -> int:
     return config.uid_base + (os.getpid() % 65536) * 64 + index * SUBSLOTS + sub
 
 
+def _execution(fields: dict[str, Any]) -> Execution:
+    """Validate a worker's result fields into an ``Execution``. A solve record that does not validate (a describer
+    bug) is dropped, not allowed to fail the whole execution."""
+    solves = []
+    for rec in fields.get("solves") or ():
+        with contextlib.suppress(TypeError, ValueError):
+            solves.append(SolveCall(**rec))
+    return Execution(**(fields | {"solves": tuple(solves)}))
+
+
 class WorkerProcess:
     """One warm worker subprocess and its slot (uid, cgroup)."""
 
@@ -192,8 +202,8 @@ class WorkerProcess:
         if reply is None or reply.get("type") != "result":
             return None, True
         try:
-            return Execution(**reply["execution"]), bool(reply.get("anomaly"))
-        except (TypeError, ValueError):  # a worker speaking another version of the protocol
+            return _execution(reply["execution"]), bool(reply.get("anomaly"))
+        except (TypeError, ValueError, KeyError):  # a worker speaking another version of the protocol
             return None, True
 
     def close(self) -> None:

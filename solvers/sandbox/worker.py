@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import gc
 import importlib
+import json
 import os
 import resource
 import selectors
@@ -24,16 +25,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from solvers.records import ExecStatus, Execution, SolveCall
+from solvers.records import ExecStatus
 from solvers.sandbox import capture, seccomp
 from solvers.sandbox.cgroups import SlotCgroup
-from solvers.sandbox.channel import parse_frames, read_msg, write_msg
-from solvers.sandbox.child import child_main
+from solvers.sandbox.channel import parse_frames, read_frame, read_msg, write_frame, write_msg
+from solvers.sandbox.child import child_main, remember_sandbox_modules
 from solvers.sandbox.classify import Observed, classify
-from solvers.sandbox.program import Program, SandboxConfig
+from solvers.sandbox.program import SandboxConfig
 
 CHANNEL_CAP = 256 * 2**20
-DONE_MARK = b'"type": "done"'
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
 
@@ -92,6 +92,7 @@ class Worker:
         capture.install_import_hook()
         if seccomp.supported():
             seccomp.prepare()
+        remember_sandbox_modules()
         # Everything imported so far is shared with every child: freezing it keeps the children's garbage
         # collector from touching (and so copying) those pages.
         gc.collect()
@@ -143,8 +144,9 @@ class Worker:
                 os.close(fd)
         shutil.rmtree(p.workdir, ignore_errors=True)
 
-    def run(self, program: Program) -> tuple[Execution, bool]:
-        """Run one program; returns its execution and whether the worker saw an anomaly (then it is recycled)."""
+    def run(self, payload: bytes, program_id: str) -> tuple[dict[str, Any], bool]:
+        """Run one program (``payload``: its JSON message, forwarded to the child unchanged); returns the fields of
+        its ``Execution`` and whether the worker saw an anomaly (then it is recycled)."""
         self.prepare()
         p, self.prepared = self.prepared, None
         assert p is not None
@@ -153,21 +155,24 @@ class Worker:
             p.cgroup.reset_peak()
         start = time.monotonic()
         try:
-            write_msg(p.prog_w, {"program": program.model_dump(mode="json")})
+            write_frame(p.prog_w, payload)
         except OSError:
             pass  # the child died during set-up: supervision reports it (no "ready" -> sandbox_error)
         with contextlib.suppress(OSError):
             os.close(p.prog_w)
+        # Fork and lock down the next child now, in the other sub-slot, while this program runs: the next program
+        # then finds it ready, and this program's result is not held up by a fork.
+        self.prepare()
         try:
-            return self._supervise(program, p, start, oom_before)
+            return self._supervise(program_id, p, start, oom_before)
         finally:
             for fd in (p.out_r, p.err_r, p.chan_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             shutil.rmtree(p.workdir, ignore_errors=True)
 
-    def _supervise(self, program: Program, prepared: Prepared, start: float,
-                   oom_before: int) -> tuple[Execution, bool]:
+    def _supervise(self, program_id: str, prepared: Prepared, start: float,
+                   oom_before: int) -> tuple[dict[str, Any], bool]:
         cfg = self.config
         pid, out_r, err_r, chan_r, key = prepared.pid, prepared.out_r, prepared.err_r, prepared.chan_r, prepared.key
         buffers = {out_r: bytearray(), err_r: bytearray(), chan_r: bytearray()}
@@ -182,7 +187,6 @@ class Worker:
         timed_out = output_flood = channel_flood = False
         exited: tuple[int, int, Any] | None = None
         open_fds = set(buffers)
-        scan_from = 0
         try:
             while exited is None:
                 remaining = deadline - time.monotonic()
@@ -194,14 +198,7 @@ class Worker:
                     if fd == pidfd:
                         exited = os.wait4(pid, 0)
                         break
-                    if not self._read_into(fd, buffers, totals, sel, open_fds, chan_r):
-                        continue
-                    if fd == chan_r and self.prepared is None and buffers[chan_r].find(DONE_MARK, scan_from) >= 0:
-                        # The program has finished: fork and lock down the next child (in the other sub-slot)
-                        # while this one exits. A forged mark only makes that happen early.
-                        self.prepare()
-                    if fd == chan_r:
-                        scan_from = max(0, len(buffers[chan_r]) - len(DONE_MARK))
+                    self._read_into(fd, buffers, totals, sel, open_fds, chan_r)
                 if sum(totals.values()) > cfg.output_limit_bytes:
                     output_flood = True
                     break
@@ -234,12 +231,8 @@ class Worker:
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
                        cpu_s=rusage.ru_utime + rusage.ru_stime, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
         status, reason = classify(obs)
-        solves = []
-        for m in messages:
-            if m.get("type") == "solve":
-                rec = {k: v for k, v in m["record"].items() if k != "error"}
-                with contextlib.suppress(Exception):
-                    solves.append(SolveCall(**rec))
+        solves = [{k: v for k, v in m["record"].items() if k != "error"} for m in messages
+                  if m.get("type") == "solve" and isinstance(m.get("record"), dict)]
         done = next((m for m in messages if m.get("type") == "done"), {})
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
@@ -257,14 +250,16 @@ class Worker:
         phases = {k: round(max(v, 0.0), 5) for k, v in phases.items()}
         cap = cfg.output_cap_bytes
         out, err = bytes(buffers[out_r]), bytes(buffers[err_r])
-        execution = Execution(
-            program_id=program.program_id, status=status, solves=tuple(solves),
-            stdout=out[:cap].decode("utf-8", "replace"), stderr=err[:cap].decode("utf-8", "replace"),
-            stdout_truncated=totals[out_r] > cap, stderr_truncated=totals[err_r] > cap,
-            wall_s=round(wall, 4), cpu_s=round(rusage.ru_utime + rusage.ru_stime, 4),
-            max_rss_mb=round(rusage.ru_maxrss / 1024.0, 2), error=reason or "", isolation="+".join(layers),
-            returned=done.get("returned"), exec_s=round(float(done.get("exec_s") or 0.0), 4), phases=phases,
-        )
+        # A plain dict: the parent validates it into an ``Execution`` (building pydantic models here would touch,
+        # and so copy, pages shared with the next child).
+        execution = {
+            "program_id": program_id, "status": str(status), "solves": solves,
+            "stdout": out[:cap].decode("utf-8", "replace"), "stderr": err[:cap].decode("utf-8", "replace"),
+            "stdout_truncated": totals[out_r] > cap, "stderr_truncated": totals[err_r] > cap,
+            "wall_s": round(wall, 4), "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 4),
+            "max_rss_mb": round(rusage.ru_maxrss / 1024.0, 2), "error": reason or "", "isolation": "+".join(layers),
+            "returned": done.get("returned"), "exec_s": round(float(done.get("exec_s") or 0.0), 4), "phases": phases,
+        }
         # A killed child (timeout, flood, OOM) leaves the worker as it was: fork isolates it. What does not:
         # processes that escaped the child's group, a tampering attempt, or a set-up failure.
         anomaly = leftovers > 0 or status in (ExecStatus.TAMPERED, ExecStatus.SANDBOX_ERROR)
@@ -342,14 +337,14 @@ def main() -> None:
                           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     worker.prepare()
     while True:
-        msg = read_msg(proto_in)
-        if msg is None:
+        payload = read_frame(proto_in)
+        if payload is None:
             break
-        program = Program(**msg["program"])
-        execution, anomaly = worker.run(program)
-        write_msg(proto_out, {"type": "result", "execution": execution.model_dump(mode="json"), "anomaly": anomaly})
-        if not anomaly:  # an anomalous worker is about to be replaced: no child for it
-            worker.prepare()
+        program_id = str(json.loads(payload)["program"]["program_id"])
+        execution, anomaly = worker.run(payload, program_id)
+        write_msg(proto_out, {"type": "result", "execution": execution, "anomaly": anomaly})
+        if anomaly:  # an anomalous worker is about to be replaced: no child for it
+            worker.discard()
     worker.discard()
 
 
