@@ -196,8 +196,7 @@ def _open_store(path: Path | None) -> Any:
 
 def _stored_samples(st: Any, round_: int | None, limit: int | None) -> tuple[list[Any], dict[str, int]]:
     """Executed samples from the store (optionally one round), rebuilt as Sample records; sample id -> round."""
-    from contracts.sample import Sample
-    from flywheel.store.rows import attempt_from_row, execution_from_rows, problem_from_row
+    from flywheel.store.rows import load_samples
 
     where = "WHERE a.round = $r" if round_ is not None else ""
     lim = f"LIMIT {int(limit)}" if limit else ""
@@ -205,19 +204,7 @@ def _stored_samples(st: Any, round_: int | None, limit: int | None) -> tuple[lis
                         f"ORDER BY a.attempt_id {lim}", {"r": round_} if round_ is not None else None).to_pylist()
     if not attempts:
         return [], {}
-    ids = [a["attempt_id"] for a in attempts]
-    pids = sorted({a["problem_id"] for a in attempts})
-    problems = {p["problem_id"]: p for p in st.query(
-        "SELECT * FROM problems WHERE problem_id IN (SELECT unnest($p))", {"p": pids}).to_pylist()}
-    execs = {e["attempt_id"]: e for e in st.query(
-        "SELECT * FROM executions WHERE attempt_id IN (SELECT unnest($i))", {"i": ids}).to_pylist()}
-    solves: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for s in st.query("SELECT * FROM solves WHERE attempt_id IN (SELECT unnest($i)) ORDER BY call_index",
-                      {"i": ids}).to_pylist():
-        solves[s["attempt_id"]].append(s)
-    samples = [Sample(problem=problem_from_row(problems[a["problem_id"]]), attempt=attempt_from_row(a),
-                      execution=execution_from_rows(execs[a["attempt_id"]], solves[a["attempt_id"]]))
-               for a in attempts]
+    samples = load_samples(st, [a["attempt_id"] for a in attempts])
     return samples, {a["attempt_id"]: int(a["round"] or 0) for a in attempts}
 
 

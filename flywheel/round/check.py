@@ -7,7 +7,7 @@ from typing import Any
 
 from flywheel.round.context import RoundContext, commit_every, one_line
 from flywheel.round.execute import sandbox_config
-from flywheel.store import Store
+from flywheel.store.rows import load_samples
 
 
 def resolve_suite(name: str | None, notes: list[str] | None = None) -> Any | None:
@@ -38,8 +38,6 @@ def stage_contracts(ctx: RoundContext) -> Iterator[int]:
     if suite is None:
         return
     from contracts.engine import run_suite
-    from contracts.sample import Sample
-    from flywheel.store.rows import attempt_from_row, execution_from_rows, problem_from_row
 
     store, r = ctx.store, ctx.round
     rows = store.query(
@@ -58,7 +56,7 @@ def stage_contracts(ctx: RoundContext) -> Iterator[int]:
     step = 4 * commit_every(done + len(ids))
     for start in range(0, len(ids), step):
         chunk = ids[start:start + step]
-        samples = _load_samples(store, chunk, problem_from_row, attempt_from_row, execution_from_rows, Sample)
+        samples = load_samples(store, chunk)
         # Threads, not processes: contracts spend their time in solvers, which release the GIL.
         report = run_suite(suite, samples, round=r, executor=_executor(ctx), workers=ctx.workers)
         if report.repairs:
@@ -80,23 +78,3 @@ def _executor(ctx: RoundContext) -> Callable[[Sequence[Any]], list[Any]]:
                               workers=ctx.workers))
 
     return run
-
-
-def _load_samples(store: Store, ids: list[str], problem_from_row: Any, attempt_from_row: Any,
-                  execution_from_rows: Any, sample_cls: Any) -> list[Any]:
-    ids_sql = {"ids": ids}
-    attempts = {a["attempt_id"]: a for a in store.query(
-        "SELECT * FROM attempts WHERE attempt_id IN (SELECT unnest($ids))", ids_sql).to_pylist()}  # type: ignore[arg-type]
-    pids = sorted({a["problem_id"] for a in attempts.values()})
-    problems = {p["problem_id"]: p for p in store.query(
-        "SELECT * FROM problems WHERE problem_id IN (SELECT unnest($p))", {"p": pids}).to_pylist()}  # type: ignore[arg-type]
-    execs = {e["attempt_id"]: e for e in store.query(
-        "SELECT * FROM executions WHERE attempt_id IN (SELECT unnest($ids))", ids_sql).to_pylist()}  # type: ignore[arg-type]
-    solves: dict[str, list[dict[str, Any]]] = {}
-    for s in store.query("SELECT * FROM solves WHERE attempt_id IN (SELECT unnest($ids))",
-                         ids_sql).to_pylist():  # type: ignore[arg-type]
-        solves.setdefault(s["attempt_id"], []).append(s)
-    return [sample_cls(problem=problem_from_row(problems[attempts[i]["problem_id"]]),
-                       attempt=attempt_from_row(attempts[i]),
-                       execution=execution_from_rows(execs[i], solves.get(i, []))) for i in ids]
-

@@ -4,7 +4,7 @@ rebuilds it. Nested data becomes canonical JSON text, so the round trip is exact
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from solvers.ir import Model
@@ -110,3 +110,23 @@ def execution_from_rows(row: Mapping[str, Any], solves: list[Mapping[str, Any]])
         stderr_truncated=bool(row["stderr_truncated"]), wall_s=row["wall_s"] or 0.0, cpu_s=row["cpu_s"] or 0.0,
         max_rss_mb=row["max_rss_mb"] or 0.0, error=row["error"] or "", isolation=row["isolation"] or "",
     )
+
+
+def load_samples(store: Any, attempt_ids: Sequence[str]) -> list[Any]:
+    """The ``contracts.sample.Sample`` of each executed attempt (its problem, attempt and execution with every solve
+    call), rebuilt from ``store`` in ``attempt_ids`` order: what a contract suite judges."""
+    from contracts.sample import Sample
+
+    ids = {"ids": list(attempt_ids)}
+    attempts = {a["attempt_id"]: a for a in store.query(
+        "SELECT * FROM attempts WHERE attempt_id IN (SELECT unnest($ids))", ids).to_pylist()}
+    problems = {p["problem_id"]: p for p in store.query(
+        "SELECT * FROM problems WHERE problem_id IN (SELECT unnest($p))",
+        {"p": sorted({a["problem_id"] for a in attempts.values()})}).to_pylist()}
+    execs = {e["attempt_id"]: e for e in store.query(
+        "SELECT * FROM executions WHERE attempt_id IN (SELECT unnest($ids))", ids).to_pylist()}
+    solves: dict[str, list[dict[str, Any]]] = {}
+    for s in store.query("SELECT * FROM solves WHERE attempt_id IN (SELECT unnest($ids))", ids).to_pylist():
+        solves.setdefault(s["attempt_id"], []).append(s)
+    return [Sample(problem=problem_from_row(problems[attempts[i]["problem_id"]]), attempt=attempt_from_row(attempts[i]),
+                   execution=execution_from_rows(execs[i], solves.get(i, []))) for i in attempt_ids]
