@@ -154,40 +154,43 @@ def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
 def test_cli_batch_backend_ray(cluster, tmp_path: Path, capsys, monkeypatch) -> None:
     from cli_here import flywheel_here
 
+    # The CLI preloads what the programs import: these import what CONFIG preloads, so the actors' warm pools serve.
     rows = [{"id": "lp", "code": GUROBI_LP.format(ub=4, cap=9)}, {"id": "bad", "code": "def f(:"},
-            {"id": "func", "code": FUNCTION_STYLE, "entry": "solve", "args": {"cap": 5, "price": 3}}]
+            {"id": "func", "code": FUNCTION_STYLE, "entry": "solve", "args": {"cap": 5, "price": 3}},
+            {"id": "pyomo", "code": PYOMO_HIGHS.format(ub=4, cap=9)}]
     infile, outfile = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     infile.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, out, err = flywheel_here(capsys, monkeypatch, "sandbox", "batch", str(infile), "--out", str(outfile),
                                    "--backend", "ray", "--format", "json")
     assert code == 0, err
     lines = [json.loads(line) for line in outfile.read_text().splitlines()]
-    assert [r["id"] for r in lines] == ["lp", "bad", "func"]
-    assert [r["status"] for r in lines] == ["ok", "syntax_error", "ok"]
+    assert [r["id"] for r in lines] == ["lp", "bad", "func", "pyomo"]
+    assert [r["status"] for r in lines] == ["ok", "syntax_error", "ok", "ok"]
     assert lines[0]["objective"] == 22.0 and lines[2]["returned"] == 15.0
-    assert json.loads(out.strip().splitlines()[-1]) == {"ok": 2, "syntax_error": 1}
+    assert lines[3]["objective"] == 27.0  # x + y <= 9 with y worth more: y = 9, x = 0
+    assert json.loads(out.strip().splitlines()[-1]) == {"ok": 3, "syntax_error": 1}
 
 
 def test_clear_error_without_ray(tmp_path: Path) -> None:
-    """With ``ray`` unimportable (as when the extra is not installed): one line naming the extra, exit code 2."""
+    """With ``ray`` unimportable (as when the extra is not installed): the API raises a SandboxError naming the
+    extra, and the CLI prints that one line and exits 2 before opening the output file."""
     infile = tmp_path / "in.jsonl"
     infile.write_text(json.dumps({"id": "a", "code": "print(1)"}) + "\n")
     # sys.modules["ray"] = None makes `import ray` raise ImportError, exactly as a missing package does.
-    script = ("import sys; sys.modules['ray'] = None; sys.argv = ['flywheel'] + sys.argv[1:]\n"
+    script = ("import sys; sys.modules['ray'] = None\n"
+              "from solvers.errors import SandboxError\n"
+              "from solvers.sandbox import Program, SandboxConfig, run_batch\n"
+              "try:\n"
+              "    list(run_batch([Program(program_id='a', code='print(1)')], SandboxConfig(backend='ray')))\n"
+              "except SandboxError as exc:\n"
+              "    print('API', exc, flush=True)\n"
+              "sys.argv = ['flywheel'] + sys.argv[1:]\n"
               "from flywheel.cli import main; main()\n")
     res = subprocess.run([sys.executable, "-c", script, "sandbox", "batch", str(infile), "--out",
                           str(tmp_path / "out.jsonl"), "--backend", "ray"], capture_output=True, text=True,
                          timeout=120)
+    message = "sandbox.backend=ray: the ray backend needs Ray, which is not installed: pip install ray"
+    assert res.stdout.startswith(f"API {message}"), res.stdout + res.stderr
     assert res.returncode == 2, res.stderr
-    assert "the ray backend needs Ray, which is not installed: pip install ray" in res.stderr
-    assert "Traceback" not in res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "out.jsonl").exists()
-    api = ("import sys; sys.modules['ray'] = None\n"
-           "from solvers.errors import SandboxError\n"
-           "from solvers.sandbox import Program, SandboxConfig, run_batch\n"
-           "try:\n"
-           "    list(run_batch([Program(program_id='a', code='print(1)')], SandboxConfig(backend='ray')))\n"
-           "except SandboxError as exc:\n"
-           "    print('ERR', exc)\n")
-    res = subprocess.run([sys.executable, "-c", api], capture_output=True, text=True, timeout=120)
-    assert res.stdout.startswith("ERR sandbox.backend=ray: the ray backend needs Ray"), res.stdout + res.stderr
