@@ -168,3 +168,28 @@ def test_mps_round_trips_through_highs(executions: dict) -> None:
         h.run()
         # Some writers store max as min of the negation; compare magnitudes. 1e-6: as above.
         assert abs(h.getInfo().objective_function_value) == pytest.approx(OPTIMUM, rel=1e-6), name
+
+
+def test_mps_export_keeps_only_what_a_writer_finished(tmp_path) -> None:
+    """A writer that raises half way leaves no model and no file; a writer that names its own file is read."""
+    from solvers.sandbox import capture
+
+    def half_written(path: str) -> None:
+        with open(path, "w") as fh:
+            fh.write("NAME broken\nROWS\n")
+        raise RuntimeError("general constraints cannot be written as MPS")
+
+    def own_name(path: str) -> str:  # docplex appends its own suffix and returns the path it wrote
+        with open(path + ".x.mps", "w") as fh:
+            fh.write("NAME m\n")
+        return path + ".x.mps"
+
+    capture.configure(None, str(tmp_path), True, 100)
+    try:
+        assert capture.export_mps(half_written) is None
+        assert capture.export_mps(own_name) == "NAME m\n"
+        assert list(tmp_path.iterdir()) == []  # scratch files are removed either way
+        capture.configure(None, str(tmp_path), False, 100)
+        assert capture.export_mps(own_name) is None and list(tmp_path.iterdir()) == []  # export disabled
+    finally:
+        capture.configure(None, None, True, 100_000)
