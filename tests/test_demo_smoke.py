@@ -50,7 +50,7 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
     assert orphans[0]["n"] == 0
 
     # Shards: CPT text and SFT chat records whose prompt is the policy's code_only prompt.
-    for shard in ("cpt0", "sft0", "sft-r1", "raw", "heldout"):
+    for shard in ("cpt0", "sft0", "sft-r1", "raw", "clean", "heldout"):
         assert pq.read_metadata(work / "shards" / shard / "train.parquet").num_rows > 0, shard
     sft = pq.read_table(work / "shards" / "sft0" / "train.parquet").to_pylist()[0]
     question = _sql(work, f"select question from problems where problem_id = '{sft['problem_id']}'")[0]["question"]
@@ -58,10 +58,12 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
     assert sft["messages"][:-1] == [dict(m) for m in sent]
     assert sft["messages"][-1]["content"].startswith("```python")
 
-    # Checkpoints load with transformers (the MoE architecture the demo trains).
+    # Checkpoints load with transformers (the dense Qwen3 the demo trains), all with the one demo tokenizer.
+    tokenizer = (work / "tokenizer" / "tokenizer.json").read_text()
     for run in ("cpt", "sft-r0", "sft-random", "sft-r1"):
         model = AutoModelForCausalLM.from_pretrained(work / "runs" / run / "final")
-        assert type(model).__name__ == "Qwen3MoeForCausalLM"
+        assert type(model).__name__ == "Qwen3ForCausalLM"
+        assert (work / "runs" / run / "final" / "tokenizer.json").read_text() == tokenizer, run
 
     # Evaluation and the committed outputs.
     results = json.loads((reports / "results.json").read_text())
@@ -69,6 +71,10 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
     for r in results["c_rounds"]:
         assert r["items"] == 2 and 0.0 <= r["pass@1_strict"] <= 1.0 and 0.0 <= r["copy_rate"] <= 1.0
     assert len(results["a_clean_vs_raw"]) == 4 and results["copy_curve"]
+    # (a): each raw subsample holds the policy's samples first, so the contract-rejected ones are in it.
+    raw = [r for r in results["a_clean_vs_raw"] if r["data"] == "raw"]
+    assert all(r["policy_rows"] >= r["rejected_rows"] for r in raw)
+    assert results["settings"]["heldout_in_training_store"] == 0
     assert results["b_cpt_vs_random"]["random_init"]["val_curve"]
     assert (work / "eval" / "r0" / "verdicts.jsonl").exists()
     assert "pass@1_strict" in results["benchmark"] or "skipped" in results["benchmark"]

@@ -41,22 +41,30 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
     demo.export("cpt", sh / "cpt0")
     demo.export("sft", sh / "sft0")
     problems = demo.heldout()
+    overlap = demo.heldout_overlap(problems)
+    tok = demo.tokenizer([sh / "cpt0", sh / "sft0"])
 
-    demo.say("CPT from scratch, then SFT from the CPT checkpoint and from random init (same tokenizer, same steps)")
-    cpt = demo.train("cpt", demo.recipe("cpt", "cpt", [sh / "cpt0"], steps=size.cpt_steps, seq_len=size.cpt_seq_len,
-                                        lr=size.lr_cpt))
-    save_every = max(1, size.sft_steps // 3)
-    sft0, rand = demo.train_many([
-        ("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps, seq_len=size.sft_seq_len,
-                               lr=size.lr_sft, init=cpt / "final", save_every=save_every)),
-        ("sft-random", demo.recipe("sft-random", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                   seq_len=size.sft_seq_len, lr=size.lr_sft, tokenizer=cpt / "final"))])
+    demo.say("CPT from scratch then SFT from it, beside SFT from random init (same tokenizer, data and SFT steps)")
+    save_every = max(1, size.sft_steps // 4)
+
+    def cpt_then_sft() -> tuple[Path, Path]:
+        cpt = demo.train("cpt", demo.recipe("cpt", "cpt", [sh / "cpt0"], steps=size.cpt_steps,
+                                            seq_len=size.cpt_seq_len, lr=size.lr_cpt, tokenizer=tok))
+        return cpt, demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
+                                                     seq_len=size.sft_seq_len, lr=size.lr_sft, init=cpt / "final",
+                                                     save_every=save_every))
+
+    def random_init() -> tuple[Path, dict[str, Any]]:
+        rand = demo.train("sft-random", demo.recipe("sft-random", "sft", [sh / "sft0"], steps=size.sft_steps,
+                                                    seq_len=size.sft_seq_len, lr=size.lr_sft, tokenizer=tok))
+        return rand, demo.evaluate(rand / "final", problems, "random")
+
+    (cpt, sft0), (rand, rand_eval) = demo.side_by_side(cpt_then_sft, random_init)
 
     demo.say("evaluate round 0 (unseen seeds) and the copy-rate curve")
     rounds = [{"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
                **demo.evaluate(sft0 / "final", problems, "r0")}]
     curve = demo.copy_curve(sft0, problems, "r0curve")
-    rand_eval = demo.evaluate(rand / "final", problems, "random")
 
     model = sft0
     for r in range(1, size.flywheel_rounds + 1):
@@ -81,22 +89,32 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
         rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
                        **demo.evaluate(model / "final", problems, f"r{r}")})
 
-    demo.say("(a) contract-cleaned vs raw SFT data at three sizes")
+    demo.say("(a) contract-cleaned vs raw self-distillation data at three sizes, each fine-tuning the round-0 model")
+    # raw: what an unfiltered flywheel would train on (every policy sample, the ones the contracts rejected too);
+    # clean: the contract-accepted ones. Each subsample takes the policy's samples first, then generator references.
+    where = f"policy <> 'reference' OR round = {ROUND0}"
     raw = sh / "raw"
-    demo.export("sft", raw, "--include-rejected", "--where", f"policy <> 'reference' OR round = {ROUND0}")
-    clean = sh / f"sft-r{size.flywheel_rounds}" if size.flywheel_rounds else sh / "sft0"
+    demo.export("sft", raw, "--include-rejected", "--where", where)
+    clean = sh / "clean"
+    demo.export("sft", clean, "--where", where)
     rejected = _rejected_ids(demo)
-    jobs, meta = [], []
+    jobs = []
     for n in size.ablation_sizes:
         for kind, shard in (("clean", clean), ("raw", raw)):
             sub = demo.subsample(shard, n, sh / f"{kind}-{n}")
             name = f"a-{kind}-{n}"
-            jobs.append((name, demo.recipe(name, "sft", [sub], steps=size.ablation_steps, seq_len=size.sft_seq_len,
-                                           lr=size.lr_sft, init=cpt / "final")))
-            meta.append((kind, n, sub))
-    ablation = [{"data": kind, "rows": rows(sub), "val_loss_heldout": final_val(out),
-                 "rejected_rows": _count_in(sub, rejected)}
-                for (kind, n, sub), out in zip(meta, demo.train_many(jobs), strict=True)]
+            jobs.append((kind, sub, name, demo.recipe(name, "sft", [sub], steps=size.ablation_steps,
+                                                      seq_len=size.sft_seq_len, lr=size.lr_sft / 2,
+                                                      init=sft0 / "final")))
+
+    def ablate(job: tuple[str, Path, str, Path]) -> dict[str, Any]:
+        kind, sub, name, recipe = job
+        out = demo.train(name, recipe)
+        ev = demo.evaluate(out / "final", problems[: size.ablation_eval], name)
+        return {"data": kind, "rows": rows(sub), "rejected_rows": _count_in(sub, rejected),
+                "policy_rows": _count_policy(sub), "val_loss_heldout": final_val(out), **_ev(ev)}
+
+    ablation = demo.map_parallel(ablate, jobs)
 
     demo.say("benchmark items (nl4opt)")
     bench = demo.bench(model / "final")
@@ -108,7 +126,10 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[
     results = demo.results | {
         "settings": {"families": list(size.families), "difficulty": size.difficulty, "api": size.api,
                      "arch": size.arch, "params": params, "heldout_problems": size.heldout_problems,
-                     "heldout_seed": size.heldout_seed, "cpt_steps": size.cpt_steps, "sft_steps": size.sft_steps,
+                     "heldout_seed": size.heldout_seed, "heldout_in_training_store": overlap,
+                     "model_overrides": size.model_overrides, "tokenizer_vocab": size.tokenizer_vocab,
+                     "sft_seq_len": size.sft_seq_len, "lr_sft": size.lr_sft, "max_tokens": size.max_tokens,
+                     "ablation_eval": size.ablation_eval, "cpt_steps": size.cpt_steps, "sft_steps": size.sft_steps,
                      "retrain_steps": size.retrain_steps, "ablation_steps": size.ablation_steps,
                      "batch_rows": size.batch_rows, "round0_problems": size.round0_problems,
                      "round_problems": size.round_problems, "round_samples": size.round_samples,
@@ -140,6 +161,12 @@ def _rejected_ids(demo: Demo) -> set[str]:
     out = demo.cli("sql", "--store", str(demo.store), "--format", "json",
                    "select attempt_id from samples where not coalesce(accepted, false)")
     return {r["attempt_id"] for r in json.loads(out)}
+
+
+def _count_policy(shard: Path) -> int:
+    """Training rows of ``shard`` written by a policy (not a generator's reference program)."""
+    return sum(p != "reference" for p in pq.read_table(shard / "train.parquet", columns=["policy"])
+               .column("policy").to_pylist())
 
 
 def _count_in(shard: Path, ids: set[str]) -> int:

@@ -26,15 +26,23 @@ def plot_all(results: dict[str, Any], out: Path) -> list[Path]:
     paths = [out / name for name in PLOTS]
 
     a = results["a_clean_vs_raw"]
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     for kind, style in (("clean", "o-"), ("raw", "s--")):
         pts = [(r["rows"], r["val_loss_heldout"]) for r in a if r["data"] == kind and r["val_loss_heldout"] is not None]
         if pts:
             ax.plot(*zip(*pts, strict=True), style, label=f"{kind} SFT data")
+        acc = [(r["rows"], r["pass@1_strict"]) for r in a if r["data"] == kind]
+        if acc:
+            ax2.plot(*zip(*acc, strict=True), style, label=f"{kind} SFT data")
     ax.set_xlabel("SFT training rows")
     ax.set_ylabel("held-out val loss (unseen seeds)")
-    ax.set_title("(a) contract-cleaned vs raw SFT data")
+    ax.set_title("(a) contract-cleaned vs raw: loss")
     ax.legend()
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.set_xlabel("SFT training rows")
+    ax2.set_ylabel("held-out Pass@1 (strict)")
+    ax2.set_title("(a) contract-cleaned vs raw: Pass@1")
+    ax2.legend()
     _save(fig, paths[0])
 
     b = results["b_cpt_vs_random"]
@@ -93,8 +101,10 @@ def write_table(results: dict[str, Any], out: Path) -> Path:
         "# The flywheel, end to end on CPU: measured results",
         "",
         f"Size `{results['size']}`; families {', '.join(s['families'])} (difficulty {s['difficulty']}, "
-        f"{s['api']}); model `{s['arch']}` ({s['params']:,} parameters); {s['heldout_problems']} held-out problems "
-        f"from unseen seeds; wall time {results['wall_s'] / 60:.1f} min on {s['cpus']} CPU cores "
+        f"{s['api']}); model `{s['arch']}` {s.get('model_overrides') or ''} ({s['params']:,} parameters); "
+        f"{s['round0_problems']} round-0 generator problems; {s['heldout_problems']} held-out problems from unseen "
+        f"seeds ({s.get('heldout_in_training_store', 'n/a')} of them in the training store); greedy decoding, "
+        f"max {s.get('max_tokens', 'n/a')} new tokens; wall time {results['wall_s'] / 60:.1f} min on {s['cpus']} CPU cores "
         f"(load average at start {s['load_at_start']}).",
         "",
         "## (c) Pass@1 by flywheel round (held-out, greedy)",
@@ -112,10 +122,14 @@ def write_table(results: dict[str, Any], out: Path) -> Path:
         r = b[key]
         lines.append(f"| {label} | {r['steps']} | {_loss(r['val_loss_heldout'])} | {_pct(r['pass@1_strict'])} | "
                      f"{_pct(r['copy_rate'])} |")
-    lines += ["", "## (a) contract-cleaned vs raw SFT data (from the CPT checkpoint, same steps)", "",
-              "| data | rows | rejected rows in it | held-out val loss |", "|---|---|---|---|"]
+    lines += ["", "## (a) contract-cleaned vs raw self-distillation data (each fine-tunes the round-0 model, same "
+              f"steps; Pass@1 on the first {s.get('ablation_eval', '?')} held-out problems)", "",
+              "| data | rows | policy samples in it | rejected by the contracts | held-out val loss | Pass@1 strict | "
+              "copy rate |", "|---|---|---|---|---|---|---|"]
     for r in results["a_clean_vs_raw"]:
-        lines.append(f"| {r['data']} | {r['rows']} | {r['rejected_rows']} | {_loss(r['val_loss_heldout'])} |")
+        lines.append(f"| {r['data']} | {r['rows']} | {r.get('policy_rows', 'n/a')} | {r['rejected_rows']} | "
+                     f"{_loss(r['val_loss_heldout'])} | {_pct(r.get('pass@1_strict'))} | "
+                     f"{_pct(r.get('copy_rate'))} |")
     lines += ["", "## Copy rate over round-0 SFT (held-out probe)", "", "| step | copy rate | Pass@1 strict |",
               "|---|---|---|"]
     for p in results["copy_curve"]:

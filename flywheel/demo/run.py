@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +106,29 @@ class Demo:
             problems.append(p.model_copy(update={"ground_truth": gt}))
             answer = gt.objective if gt.status.value == "optimal" else gt.status.value
             rows.append({"id": p.problem_id, "question": p.question, "answer": answer, "family": family,
-                         "code": render(p.ir, s.api)})
+                         "code": render(p.ir, s.api, p.question)})
         if not path.exists():
             path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "answer", "family")}) + "\n"
                                     for r in rows))
         self._heldout_shard(rows)
         return problems
+
+    def heldout_overlap(self, problems: Sequence[Any]) -> int:
+        """How many held-out questions are also in the store (the training data's source): 0 means unseen."""
+        held = {p.question.strip() for p in problems}
+        out = self.cli("sql", "--store", str(self.store), "--format", "json", "select question from problems")
+        return sum(r["question"].strip() in held for r in json.loads(out))
+
+    def tokenizer(self, shards: Sequence[Path]) -> Path:
+        """One tokenizer for every run (CPT, SFT from CPT, SFT from random init), trained on the round-0 shards, so
+        the (b) comparison differs only in the initial weights."""
+        from training.data import corpus_texts
+        from training.tokenizer import train_tokenizer
+
+        out = self.work / "tokenizer"
+        if not (out / "tokenizer.json").exists():
+            train_tokenizer(corpus_texts([str(p) for p in shards]), self.size.tokenizer_vocab).save_pretrained(out)
+        return out
 
     def _heldout_shard(self, rows: list[dict[str, Any]]) -> None:
         """An SFT shard of the held-out problems with their reference programs: a weight-0 source in every SFT run,
@@ -132,16 +149,19 @@ class Demo:
                                                        "counts": {"train": len(recs), "val": len(recs)}}) + "\n")
 
     def subsample(self, shard: Path, n: int, out: Path) -> Path:
-        """``n`` training rows of ``shard`` drawn without replacement (seeded), so a raw shard's subsample holds
-        rejected samples in the shard's own proportion (the export writes rows in store order, rounds first)."""
+        """``n`` training rows of ``shard``: every policy sample first (the flywheel's new data: in a raw shard the
+        rejected ones are among them), then generator references, each drawn without replacement (seeded)."""
         import numpy as np
 
         if (out / "manifest.json").exists():
             return out
         out.mkdir(parents=True, exist_ok=True)
         train = pq.read_table(shard / "train.parquet")
-        pick = np.random.default_rng(SUBSAMPLE_SEED).permutation(train.num_rows)[: min(n, train.num_rows)]
-        pq.write_table(train.take(sorted(pick.tolist())), out / "train.parquet")
+        order = np.random.default_rng(SUBSAMPLE_SEED).permutation(train.num_rows).tolist()
+        policy = train.column("policy").to_pylist()
+        order.sort(key=lambda i: policy[i] == "reference")  # stable: policy rows first, each part still shuffled
+        pick = order[: min(n, train.num_rows)]
+        pq.write_table(train.take(sorted(pick)), out / "train.parquet")
         shutil.copy(shard / "val.parquet", out / "val.parquet")
         (out / "manifest.json").write_text(json.dumps({"stage": "sft", "subsample_of": str(shard), "rows": n}) + "\n")
         return out
@@ -158,7 +178,9 @@ class Demo:
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
         warmup = max(1, steps // 5)
-        text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n\n'
+        overrides = ", ".join(f"{k} = {json.dumps(v)}" for k, v in s.model_overrides.items())
+        text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n'
+                f"overrides = {{{overrides}}}\n\n"
                 f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
                 f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\n\n"
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.batch_rows}\nlr = {lr}\n"
@@ -179,12 +201,17 @@ class Demo:
             self.stage(f"train:{name}", time.perf_counter() - t)
         return out
 
-    def train_many(self, jobs: Sequence[tuple[str, Path]]) -> list[Path]:
-        """Independent training runs side by side (``size.parallel`` at a time, one torch thread each)."""
+    def map_parallel(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
+        """``fn`` over independent jobs, ``size.parallel`` at a time (each training is its own process, one torch
+        thread each; in-process generation holds the GIL only between torch calls)."""
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=self.size.parallel) as pool:
-            return list(pool.map(lambda job: self.train(*job), jobs))
+            return list(pool.map(fn, jobs))
+
+    def side_by_side(self, *chains: Callable[[], Any]) -> list[Any]:
+        """Independent chains of stages at once (e.g. CPT then SFT beside a random-init SFT)."""
+        return self.map_parallel(lambda chain: chain(), chains)
 
     # ---- evaluation -----------------------------------------------------------------------------------------
     def generate(self, checkpoint: Path, problems: Sequence[Any], tag: str) -> list[Any]:
