@@ -4,10 +4,13 @@ Ray. One Ray start-up (~12 s on the shared 2-core machine) is shared by the modu
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -133,22 +136,50 @@ def test_ray_matches_local_pool_in_order(local_baseline, cluster) -> None:
     assert all("seccomp" in e.isolation and "rlimits" in e.isolation for e in remote)
 
 
+def _processes_with_uids(uids: set[int]) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    if next(int(line.split()[1]) for line in fh if line.startswith("Uid:")) in uids:
+                        found.append(int(entry))
+            except (OSError, StopIteration):
+                continue
+    return found
+
+
 def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
     from solvers.sandbox import ray_backend
+    from solvers.sandbox.pool import SUBSLOTS
 
-    programs = [Program(program_id=f"glop-{i}", code=ORTOOLS_GLOP.format(ub=i, cap=2 * i)) for i in range(8)]
+    # Each program takes >= 0.3 s, so the victim is certainly running one (and has another queued) when killed.
+    slow = "import time\ntime.sleep(0.3)\n"
+    programs = [Program(program_id=f"glop-{i}", code=slow + ORTOOLS_GLOP.format(ub=i, cap=2 * i)) for i in range(8)]
     config = CONFIG.model_copy(update={"backend": "ray"})
     fleet = ray_backend.actors(config, 2)
     victim = fleet.handles[0]
+    victim_pid = cluster.get(victim.pid.remote())
+    # The uids of the victim's one-slot pool (pool.slot_uid, computed for the actor's pid).
+    victim_uids = {CONFIG.uid_base + (victim_pid % 65536) * 64 + sub for sub in range(SUBSLOTS)}
     seen = []
     for n, execution in enumerate(run_batch(programs, config, workers=2)):
         seen.append(execution)
-        if n == 1:  # calls are queued on both actors now: killing one loses in-flight work
+        if n == 1:
             cluster.kill(victim, no_restart=True)
     assert [e.program_id for e in seen] == [p.program_id for p in programs]
     assert [e.status for e in seen] == [ExecStatus.OK] * len(programs)  # nothing reached the caller as an error
     assert [e.objective for e in seen] == [7.0 * i for i in range(8)]  # x = ub = i, y = cap - x = i
     assert fleet.handles[0] is not victim
+    # The killed actor's sandbox went with it: no process of its programs is left on the host (bubblewrap dies with
+    # its parent, the program's group with bubblewrap). Its cgroup directories outlive it (nobody was left to
+    # remove them); they must be empty, so removing them succeeds.
+    deadline = time.monotonic() + 10
+    while _processes_with_uids(victim_uids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_with_uids(victim_uids) == []
+    for path in glob.glob(f"/sys/fs/cgroup/**/flywheel-{victim_pid}-*", recursive=True):
+        os.rmdir(path)
 
 
 def test_cli_batch_backend_ray(cluster, tmp_path: Path, capsys, monkeypatch) -> None:
@@ -194,3 +225,23 @@ def test_clear_error_without_ray(tmp_path: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert message in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_config_file_selects_the_backend(tmp_path: Path) -> None:
+    """``[sandbox] backend = "ray"`` and ``address`` reach the sandbox config of a round; at their defaults they are
+    left out of the plan, so a local round's config hash is what it was before the keys existed."""
+    from flywheel.config import load_config
+    from flywheel.round.execute import sandbox_config
+    from flywheel.round.plan import RoundPlan
+    from solvers.errors import ConfigError
+
+    toml = tmp_path / "flywheel.toml"
+    toml.write_text('[sandbox]\nbackend = "ray"\naddress = "10.0.0.5:6379"\ntimeout_s = 5\n')
+    config = sandbox_config(RoundPlan.from_config(load_config(toml)))
+    assert (config.backend, config.ray_address, config.timeout_s) == ("ray", "10.0.0.5:6379", 5.0)
+    local = RoundPlan.from_config(load_config())
+    assert sandbox_config(local).backend == "local"
+    assert set(local.sandbox) == {"timeout_s", "cpu_s", "memory_mb", "license_file"}
+    toml.write_text('[sandbox]\nbackend = "spark"\n')
+    with pytest.raises(ConfigError, match="sandbox.backend"):
+        load_config(toml)

@@ -26,6 +26,7 @@ from solvers.sandbox.program import Program, SandboxConfig
 
 IN_FLIGHT_PER_ACTOR = 2  # one running, one queued on the actor: no idle gap between programs
 LOOKAHEAD_PER_ACTOR = 4  # results buffered for in-order output, as the local pool's look-ahead
+ACTOR_START_TIMEOUT_S = 180.0  # as the local pool's worker start: a loaded node may take a while
 
 
 def require_ray() -> Any:
@@ -70,6 +71,15 @@ class _Actors:
         self.ray = ray
         self.remote_cls = ray.remote(num_cpus=1)(_NodeSandbox)
         self.handles = [self.remote_cls.remote() for _ in range(size)]
+        # An actor the cluster cannot place (its CPUs held by other jobs) would leave its programs pending forever:
+        # wait for all of them once, and say so instead.
+        try:
+            ray.get([h.pid.remote() for h in self.handles], timeout=ACTOR_START_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise SandboxError(f"{size} Ray actors of one CPU each could not all start within "
+                               f"{ACTOR_START_TIMEOUT_S:.0f} s: fewer free CPUs on the cluster?",
+                               culprit="workers") from None
 
     def replace(self, index: int) -> None:
         self.ray.kill(self.handles[index], no_restart=True)
@@ -106,12 +116,14 @@ def cluster_cpus() -> int:
 
 
 def actors(config: SandboxConfig, workers: int | None = None) -> _Actors:
-    """This process's actor set, sized ``workers`` (default: the cluster's CPUs); connects to Ray if needed. A
-    different size replaces the set (two sets could not both be placed on a cluster that the first one fills)."""
+    """This process's actor set, sized ``workers`` (default and at most: the cluster's CPUs), started and ready;
+    connects to Ray if needed. A different size replaces the set (two sets could not both be placed on a cluster
+    that the first one fills)."""
     global _current, _atexit_registered
     ray = require_ray()
     _connect(ray, config)
-    size = workers or cluster_cpus()
+    # More actors than the cluster's CPUs could never all be placed (each needs one).
+    size = min(workers, cluster_cpus()) if workers else cluster_cpus()
     old = None
     with _lock:
         if _current is None or len(_current.handles) != size:
