@@ -75,6 +75,7 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
     send({"type": "ready", "seccomp": seccomp_on, "t": time.monotonic()})
     try:
         message = read_msg(inbox)
+        received = time.perf_counter()
         os.close(inbox)
         if message is None:  # the worker discarded this child (it is shutting down)
             os._exit(0)
@@ -83,7 +84,7 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
         with contextlib.suppress(Exception):
             send({"type": "done", "outcome": "sandbox_error", "message": f"program hand-off failed: {exc}"[:500]})
         os._exit(0)
-    _run(program, config, workdir, send)
+    _run(program, config, workdir, send, received)
 
 
 def _libc() -> ctypes.CDLL:
@@ -120,7 +121,7 @@ class _Counter:
         self.send({"type": "solve", "record": record})
 
 
-def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> None:
+def _run(program: Program, config: SandboxConfig, workdir: str, send: Any, received: float) -> None:
     counter = _Counter(send)
     flags: list[str] = []
     done: dict[str, Any] = {"type": "done", "outcome": "finished"}
@@ -187,6 +188,8 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any) -> No
                     "solves_before": counter.n,
                     "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]}
         done["exec_s"] = max(0.0, time.perf_counter() - started - capture.overhead_s())
+        # the sandbox's own parts of the program's time: writing files, parsing, compiling; capturing the solves
+        done["prep_s"], done["capture_s"] = started - received, capture.overhead_s()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()

@@ -23,6 +23,7 @@ import solvers
 from solvers.records import ExecStatus, Execution, SolveCall
 from solvers.sandbox import cgroups
 from solvers.sandbox.channel import read_msg, write_msg
+from solvers.sandbox.flavour import flavour
 from solvers.sandbox.program import Program, SandboxConfig
 
 READY_TIMEOUT_S = 180.0  # importing every solver library on a loaded 2-core machine can take a while
@@ -129,9 +130,10 @@ def _execution(fields: dict[str, Any]) -> Execution:
 class WorkerProcess:
     """One warm worker subprocess and its slot (uid, cgroup)."""
 
-    def __init__(self, config: SandboxConfig, index: int) -> None:
+    def __init__(self, config: SandboxConfig, index: int, preload: tuple[str, ...] | None = None) -> None:
         self.config = config
         self.index = index
+        self.preload = config.preload if preload is None else preload
         self.served = 0
         use_bwrap = config.isolation == "bwrap" or (config.isolation == "auto" and bwrap_works())
         if config.isolation == "bwrap" and not bwrap_works():
@@ -173,7 +175,8 @@ class WorkerProcess:
                                 else None, "licenses": licenses,
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
                                 "cgroups": [{"version": c.version, "dirs": list(c.dirs)} for c in self.cgroups]}
-        write_msg(self.proc.stdin.fileno(), {"config": config.model_dump(mode="json"), "slot": slot})
+        hello = {"config": config.model_copy(update={"preload": self.preload}).model_dump(mode="json"), "slot": slot}
+        write_msg(self.proc.stdin.fileno(), hello)
         ready = self._read(READY_TIMEOUT_S)
         if ready is None or ready.get("type") != "ready":
             self.close()
@@ -221,34 +224,51 @@ class WorkerProcess:
             c.remove()
 
 
+WORKERS_PER_SLOT = 4  # warm workers kept per unit of concurrency: one per flavour of the recent programs
+MAX_WORKERS = 32  # worker indices: each gets SUBSLOTS uids of the 64 a pool process has
+
+
 class Pool:
-    """``workers`` warm workers; thread-safe ``run``. Workers start lazily and are recycled as configured."""
+    """``workers`` programs at a time on warm workers; thread-safe ``run``. Each program runs on a worker of its
+    flavour (the preload modules it imports, see ``flavour.py``); workers start lazily, the least recently used
+    idle one makes way when the pool holds ``WORKERS_PER_SLOT`` per slot, and workers are recycled as configured."""
 
     def __init__(self, config: SandboxConfig, workers: int) -> None:
         self.config = config
         self.size = max(1, workers)
-        self._idle: list[WorkerProcess] = []
+        self.max_workers = min(MAX_WORKERS, max(self.size, self.size * WORKERS_PER_SLOT))
+        self._idle: list[WorkerProcess] = []  # least recently used first
         self._lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(self.size)
-        self._next_index = 0
-        self._free_indices = list(range(self.size))
+        self._free_indices = list(range(self.max_workers))
         self.closed = False
-        # Workers are started from this one long-lived thread: bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires
-        # when the *thread* that started it exits, so a worker started from a short-lived batch thread would die
-        # with it.
-        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn")
+        # Workers are started from these long-lived threads (one per slot: the flavours of a mixed batch start side
+        # by side): bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it exits, so
+        # a worker started from a short-lived batch thread would die with it.
+        self._spawner = ThreadPoolExecutor(self.size, thread_name_prefix="sandbox-spawn")
 
-    def _acquire(self) -> WorkerProcess:
-        with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.proc.poll() is None:
-                    return worker
-                worker.close()  # died while idle: replace it
-                self._free_indices.append(worker.index)
-            index = self._free_indices.pop(0)
+    def _acquire(self, preload: tuple[str, ...]) -> WorkerProcess:
+        """An idle worker of this flavour, else a new one (closing the least recently used idle worker when every
+        index is taken; with at most ``size`` programs running, one is always idle then)."""
+        while True:
+            retired: WorkerProcess | None = None
+            with self._lock:
+                match = next((w for w in reversed(self._idle) if w.preload == preload), None)
+                if match is not None:
+                    self._idle.remove(match)
+                    if match.proc.poll() is None:
+                        return match
+                    retired = match  # died while idle: replace it
+                elif self._free_indices:
+                    index = self._free_indices.pop(0)
+                    break
+                else:
+                    retired = self._idle.pop(0)
+            retired.close()
+            with self._lock:
+                self._free_indices.append(retired.index)
         try:
-            return self._spawner.submit(WorkerProcess, self.config, index).result()
+            return self._spawner.submit(WorkerProcess, self.config, index, preload).result()
         except BaseException:
             with self._lock:
                 self._free_indices.append(index)
@@ -265,10 +285,11 @@ class Pool:
 
     def run(self, program: Program) -> Execution:
         last: Execution | None = None
+        preload = flavour(self.config.preload, program.code)
         for _ in range(self.config.retries + 1):
             with self._sem:
                 try:
-                    worker = self._acquire()
+                    worker = self._acquire(preload)
                 except RuntimeError as exc:
                     last = Execution(program_id=program.program_id, status=ExecStatus.SANDBOX_ERROR, error=str(exc))
                     continue
@@ -347,7 +368,7 @@ class Pool:
                 cond.notify_all()
 
     def uids(self) -> list[int]:
-        return [slot_uid(self.config, i, sub) for i in range(self.size) for sub in range(SUBSLOTS)]
+        return [slot_uid(self.config, i, sub) for i in range(self.max_workers) for sub in range(SUBSLOTS)]
 
     def close(self) -> None:
         self.closed = True

@@ -237,7 +237,8 @@ class Worker:
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
         # Where the time went (CLOCK_MONOTONIC is shared by the worker and its child): fork, child set-up until
-        # ready, the program (incl. capture), exit until reaped, and the worker's bookkeeping after that.
+        # ready, the program (incl. prep -- files, parse, compile -- and capture), exit until reaped, and the
+        # worker's bookkeeping after that.
         # fork_s and setup_s happened before the program arrived (the child was prepared ahead); wall_s starts at
         # the hand-off.
         phases = {"fork_s": prepared.fork_s}
@@ -246,6 +247,9 @@ class Worker:
             if "t" in done:
                 phases["program_s"] = done["t"] - max(ready["t"], start)
                 phases["exit_s"] = reaped_at - done["t"]
+        for key in ("prep_s", "capture_s"):
+            if isinstance(done.get(key), float):
+                phases[key] = done[key]
         phases["after_s"] = time.monotonic() - reaped_at
         phases = {k: round(max(v, 0.0), 5) for k, v in phases.items()}
         cap = cfg.output_cap_bytes
