@@ -151,7 +151,6 @@ def _processes_with_uids(uids: set[int]) -> list[int]:
 
 def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
     from solvers.sandbox import ray_backend
-    from solvers.sandbox.pool import SUBSLOTS
 
     # Each program takes >= 0.3 s, so the victim is certainly running one (and has another queued) when killed.
     slow = "import time\ntime.sleep(0.3)\n"
@@ -160,8 +159,8 @@ def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
     fleet = ray_backend.actors(config, 2)
     victim = fleet.handles[0]
     victim_pid = cluster.get(victim.pid.remote())
-    # The uids of the victim's one-slot pool (pool.slot_uid, computed for the actor's pid).
-    victim_uids = {CONFIG.uid_base + (victim_pid % 65536) * 64 + sub for sub in range(SUBSLOTS)}
+    # Every uid the victim's pools can hand out: a pool process owns 64 (pool.slot_uid, for the actor's pid).
+    victim_uids = {CONFIG.uid_base + (victim_pid % 65536) * 64 + k for k in range(64)}
     seen = []
     for n, execution in enumerate(run_batch(programs, config, workers=2)):
         seen.append(execution)
