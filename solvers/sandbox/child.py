@@ -26,6 +26,8 @@ from solvers.sandbox.channel import make_sender, read_msg
 from solvers.sandbox.program import Program, SandboxConfig
 
 PROGRAM_NAME = "program.py"
+# Bound when the worker imports this module: a program that replaces resource.getrusage does not change these.
+_getrusage, _RUSAGE_SELF, _RUSAGE_CHILDREN = resource.getrusage, resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN
 _IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
 
 
@@ -194,6 +196,10 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any, recei
             sys.stdout.flush()
             sys.stderr.flush()
         done["tamper"] = flags + capture.verify()
+        # What the worker reports when it takes this result before the child is reaped (see worker._supervise).
+        me, kids = _getrusage(_RUSAGE_SELF), _getrusage(_RUSAGE_CHILDREN)
+        done["cpu_s"] = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+        done["max_rss_kb"] = max(me.ru_maxrss, kids.ru_maxrss)
         done["t"] = time.monotonic()
         send(done)
     except BaseException as exc:  # noqa: BLE001

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,6 +24,7 @@ import solvers
 from solvers.records import ExecStatus, Execution, SolveCall
 from solvers.sandbox import cgroups
 from solvers.sandbox.channel import read_msg, write_msg
+from solvers.sandbox.classify import Observed, classify
 from solvers.sandbox.flavour import flavour
 from solvers.sandbox.program import Program, SandboxConfig
 
@@ -117,14 +119,21 @@ def slot_uid(config: SandboxConfig, index: int, sub: int = 0) -> int:
     return config.uid_base + (os.getpid() % 65536) * 64 + index * SUBSLOTS + sub
 
 
-def _execution(fields: dict[str, Any]) -> Execution:
-    """Validate a worker's result fields into an ``Execution``. A solve record that does not validate (a describer
-    bug) is dropped, not allowed to fail the whole execution."""
+def _execution(fields: dict[str, Any]) -> tuple[Execution, bool]:
+    """Classify what a worker observed and validate its fields into an ``Execution``; also whether the worker must
+    be replaced (tampering, a set-up failure). A solve record that does not validate (a describer bug) is dropped,
+    not allowed to fail the whole execution."""
+    started = time.perf_counter()
+    obs = Observed(**fields.pop("observed"))
+    status, reason = classify(obs)
     solves = []
-    for rec in fields.get("solves") or ():
-        with contextlib.suppress(TypeError, ValueError):
-            solves.append(SolveCall(**rec))
-    return Execution(**(fields | {"solves": tuple(solves)}))
+    for m in obs.messages:
+        if m.get("type") == "solve" and isinstance(m.get("record"), dict):
+            with contextlib.suppress(TypeError, ValueError):
+                solves.append(SolveCall(**{k: v for k, v in m["record"].items() if k != "error"}))
+    fields["phases"] = dict(fields.get("phases") or {}) | {"classify_s": round(time.perf_counter() - started, 5)}
+    execution = Execution(**fields, status=status, error=reason or "", solves=tuple(solves))
+    return execution, status in (ExecStatus.TAMPERED, ExecStatus.SANDBOX_ERROR)
 
 
 class WorkerProcess:
@@ -205,9 +214,10 @@ class WorkerProcess:
         if reply is None or reply.get("type") != "result":
             return None, True
         try:
-            return _execution(reply["execution"]), bool(reply.get("anomaly"))
+            execution, suspect = _execution(reply["execution"])
         except (TypeError, ValueError, KeyError):  # a worker speaking another version of the protocol
             return None, True
+        return execution, suspect or bool(reply.get("anomaly"))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import gc
 import importlib
 import json
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -25,15 +27,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from solvers.records import ExecStatus
 from solvers.sandbox import capture, seccomp
 from solvers.sandbox.cgroups import SlotCgroup
 from solvers.sandbox.channel import parse_frames, read_frame, read_msg, write_frame, write_msg
 from solvers.sandbox.child import child_main, remember_sandbox_modules
-from solvers.sandbox.classify import Observed, classify
+from solvers.sandbox.classify import Observed
 from solvers.sandbox.program import SandboxConfig
 
 CHANNEL_CAP = 256 * 2**20
+DONE_MARK = b'"type": "done"'
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
 
@@ -80,6 +82,11 @@ class Worker:
         os.chmod(self.workroot, 0o711)  # children may enter their own directory, not list the others
         self.layers: list[str] = list(slot.get("layers", []))
         self.prepared: Prepared | None = None
+        # A child that reported "done" and was killed, whose exit and clean-up finish off the result's path: it is
+        # reaped, and its sub-slot emptied, before that sub-slot takes a new child (see run).
+        self.finishing: Prepared | None = None
+        self.finishing_fd: int | None = None  # its pidfd: readable once it has exited
+        self.left_behind = 0  # processes such a child left in its sub-slot (killed; the worker is then recycled)
 
     def preload(self) -> list[str]:
         for var in THREAD_VARS:
@@ -130,8 +137,22 @@ class Worker:
         self.prepared = Prepared(pid, workdir, out_r, err_r, chan_r, prog_w, key, forked_at, forked_at - started,
                                  cgroup)
 
+    def finish(self) -> None:
+        """Reap the child that finished early and empty its sub-slot, counting what it left behind."""
+        p, self.finishing = self.finishing, None
+        if self.finishing_fd is not None:
+            os.close(self.finishing_fd)
+            self.finishing_fd = None
+        if p is None:
+            return
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(p.pid, 0)
+        self.left_behind += self._kill_rest(p.pid, p.cgroup)
+        shutil.rmtree(p.workdir, ignore_errors=True)
+
     def discard(self) -> None:
         """Kill the waiting child (worker shutdown)."""
+        self.finish()
         p, self.prepared = self.prepared, None
         if p is None:
             return
@@ -160,16 +181,20 @@ class Worker:
             pass  # the child died during set-up: supervision reports it (no "ready" -> sandbox_error)
         with contextlib.suppress(OSError):
             os.close(p.prog_w)
-        # Fork and lock down the next child now, in the other sub-slot, while this program runs: the next program
-        # then finds it ready, and this program's result is not held up by a fork.
+        # The previous program's child is reaped and its sub-slot emptied now, while this program runs; then the
+        # next child is forked and locked down there: the next program finds it ready, and this program's result
+        # is not held up by a fork.
+        self.finish()
         self.prepare()
         try:
-            return self._supervise(program_id, p, start, oom_before)
+            execution, anomaly = self._supervise(program_id, p, start, oom_before)
+            return execution, anomaly or self.left_behind > 0
         finally:
             for fd in (p.out_r, p.err_r, p.chan_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            shutil.rmtree(p.workdir, ignore_errors=True)
+            if self.finishing is not p:
+                shutil.rmtree(p.workdir, ignore_errors=True)
 
     def _supervise(self, program_id: str, prepared: Prepared, start: float,
                    oom_before: int) -> tuple[dict[str, Any], bool]:
@@ -187,8 +212,10 @@ class Worker:
         timed_out = output_flood = channel_flood = False
         exited: tuple[int, int, Any] | None = None
         open_fds = set(buffers)
+        early: dict[str, Any] | None = None
+        scan_from = 0
         try:
-            while exited is None:
+            while exited is None and early is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     timed_out = True
@@ -198,41 +225,61 @@ class Worker:
                     if fd == pidfd:
                         exited = os.wait4(pid, 0)
                         break
-                    self._read_into(fd, buffers, totals, sel, open_fds, chan_r)
+                    if self._read_into(fd, buffers, totals, sel, open_fds, chan_r) and fd == chan_r:
+                        if buffers[chan_r].find(DONE_MARK, scan_from) >= 0:
+                            early = self._finished_alone(prepared, bytes(buffers[chan_r]))
+                        scan_from = max(0, len(buffers[chan_r]) - len(DONE_MARK))
                 if sum(totals.values()) > cfg.output_limit_bytes:
                     output_flood = True
                     break
                 if len(buffers[chan_r]) > CHANNEL_CAP:
                     channel_flood = True
                     break
-            if exited is None:
-                self._kill(pid, prepared.cgroup)
-                exited = os.wait4(pid, 0)
-            reaped_at = time.monotonic()
-            # Descendants may still hold the pipes (a daemonised grandchild): kill the whole slot, then drain.
-            leftovers = self._kill_rest(pid, prepared.cgroup)
-            drain_until = time.monotonic() + 0.5
-            while open_fds and time.monotonic() < drain_until:
-                for skey, _ in sel.select(timeout=0.05):
-                    if skey.fd != pidfd:
-                        self._read_into(skey.fd, buffers, totals, sel, open_fds, chan_r)
+            if early is not None and not output_flood and not channel_flood:
+                # The program said, over the authenticated channel, that it finished, and its sub-slot holds no
+                # other process: it is killed (it was only going to _exit) and its result goes back now; its exit
+                # (page-table teardown) and reaping finish off the critical path, before the sub-slot is reused.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                for fd in list(open_fds):  # everything written before "done" is in the pipes
+                    while fd in open_fds and self._read_into(fd, buffers, totals, sel, open_fds, chan_r):
+                        pass
+                self.finishing, self.finishing_fd = prepared, os.dup(pidfd)
+                reaped_at = time.monotonic()
+                leftovers = 0
+            else:
+                early = None
+                if exited is None:
+                    self._kill(pid, prepared.cgroup)
+                    exited = os.wait4(pid, 0)
+                reaped_at = time.monotonic()
+                # Descendants may still hold the pipes (a daemonised grandchild): kill the whole slot, then drain.
+                leftovers = self._kill_rest(pid, prepared.cgroup)
+                drain_until = time.monotonic() + 0.5
+                while open_fds and time.monotonic() < drain_until:
+                    for skey, _ in sel.select(timeout=0.05):
+                        if skey.fd != pidfd:
+                            self._read_into(skey.fd, buffers, totals, sel, open_fds, chan_r)
         finally:
             sel.close()
             os.close(pidfd)
         wall = time.monotonic() - start
-        _, wstatus, rusage = exited
-        term_signal = os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None
-        exit_code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None
+        if exited is not None:
+            _, wstatus, rusage = exited
+            term_signal = os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else None
+            exit_code = os.WEXITSTATUS(wstatus) if os.WIFEXITED(wstatus) else None
+            cpu_s, max_rss_kb = rusage.ru_utime + rusage.ru_stime, rusage.ru_maxrss
+        else:  # finished early: it was about to _exit(0); its CPU and peak memory as the child measured them
+            assert early is not None
+            term_signal, exit_code = None, 0
+            cpu_s, max_rss_kb = float(early.get("cpu_s") or 0.0), int(early.get("max_rss_kb") or 0)
         messages, channel_error = parse_frames(bytes(buffers[chan_r]), key)
         if channel_flood:
             channel_error = "result channel flooded"
         oom = (prepared.cgroup.oom_kills() - oom_before) if prepared.cgroup else 0
         obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
-                       cpu_s=rusage.ru_utime + rusage.ru_stime, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
-        status, reason = classify(obs)
-        solves = [{k: v for k, v in m["record"].items() if k != "error"} for m in messages
-                  if m.get("type") == "solve" and isinstance(m.get("record"), dict)]
+                       cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
         done = next((m for m in messages if m.get("type") == "done"), {})
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
@@ -244,6 +291,7 @@ class Worker:
         phases = {"fork_s": prepared.fork_s}
         if "t" in ready:
             phases["setup_s"] = ready["t"] - prepared.forked_at
+            phases["waited_s"] = ready["t"] - start  # > 0: the program waited for its child's lock-down
             if "t" in done:
                 phases["program_s"] = done["t"] - max(ready["t"], start)
                 phases["exit_s"] = reaped_at - done["t"]
@@ -254,20 +302,33 @@ class Worker:
         phases = {k: round(max(v, 0.0), 5) for k, v in phases.items()}
         cap = cfg.output_cap_bytes
         out, err = bytes(buffers[out_r]), bytes(buffers[err_r])
-        # A plain dict: the parent validates it into an ``Execution`` (building pydantic models here would touch,
-        # and so copy, pages shared with the next child).
+        # Plain fields and what was observed: the parent classifies (checking each captured solve against its
+        # model, with HiGHS and numpy) and validates the ``Execution``. Doing that here would load and touch, and
+        # so copy, pages shared with the next child.
         execution = {
-            "program_id": program_id, "status": str(status), "solves": solves,
+            "program_id": program_id,
             "stdout": out[:cap].decode("utf-8", "replace"), "stderr": err[:cap].decode("utf-8", "replace"),
             "stdout_truncated": totals[out_r] > cap, "stderr_truncated": totals[err_r] > cap,
-            "wall_s": round(wall, 4), "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 4),
-            "max_rss_mb": round(rusage.ru_maxrss / 1024.0, 2), "error": reason or "", "isolation": "+".join(layers),
-            "returned": done.get("returned"), "exec_s": round(float(done.get("exec_s") or 0.0), 4), "phases": phases,
+            "wall_s": round(wall, 4), "cpu_s": round(cpu_s, 4), "max_rss_mb": round(max_rss_kb / 1024.0, 2),
+            "isolation": "+".join(layers), "returned": done.get("returned"),
+            "exec_s": round(float(done.get("exec_s") or 0.0), 4), "phases": phases,
+            "observed": dataclasses.asdict(obs),
         }
         # A killed child (timeout, flood, OOM) leaves the worker as it was: fork isolates it. What does not:
-        # processes that escaped the child's group, a tampering attempt, or a set-up failure.
-        anomaly = leftovers > 0 or status in (ExecStatus.TAMPERED, ExecStatus.SANDBOX_ERROR)
-        return execution, anomaly
+        # processes that escaped the child's group (and, decided by the parent, tampering or a set-up failure).
+        return execution, leftovers > 0
+
+    def _finished_alone(self, prepared: Prepared, channel: bytes) -> dict[str, Any] | None:
+        """The child's authenticated "done" message, if the channel holds one (and nothing unauthenticated) and the
+        child's cgroup holds no other process; else None (the full kill-and-reap path decides)."""
+        if prepared.cgroup is None:
+            return None
+        messages, error = parse_frames(channel, prepared.key)
+        if error is not None or not messages or messages[-1].get("type") != "done":
+            return None
+        if set(prepared.cgroup.pids()) - {prepared.pid}:
+            return None
+        return messages[-1]
 
     def _read_into(self, fd: int, buffers: dict[int, bytearray], totals: dict[int, int], sel: Any,
                    open_fds: set[int], chan_r: int) -> bool:
@@ -341,6 +402,11 @@ def main() -> None:
                           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     worker.prepare()
     while True:
+        if worker.finishing_fd is not None:  # idle: reap the last child as soon as it has exited
+            ready, _, _ = select.select([proto_in, worker.finishing_fd], [], [])
+            if proto_in not in ready:
+                worker.finish()
+                continue
         payload = read_frame(proto_in)
         if payload is None:
             break
