@@ -181,6 +181,19 @@ def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
         os.rmdir(path)
 
 
+def test_sandbox_error_on_every_node_is_reported_not_raised(cluster) -> None:
+    """A node whose sandbox cannot start (here: a licence file to mount that does not exist) answers sandbox_error
+    after its local retries; the driver re-sends to the other actor, and the caller gets sandbox_error in order
+    (infrastructure, never counted against the program), as from the local pool."""
+    broken = SandboxConfig(preload=(), license_files={"GRB_LICENSE_FILE": "/nonexistent/gurobi.lic"},
+                           backend="ray")
+    programs = [Program(program_id=f"p{i}", code="print(1)") for i in range(3)]
+    remote = list(run_batch(programs, broken))
+    assert [e.program_id for e in remote] == ["p0", "p1", "p2"]
+    assert [e.status for e in remote] == [ExecStatus.SANDBOX_ERROR] * 3
+    assert all(e.error for e in remote)
+
+
 def test_cli_batch_backend_ray(cluster, tmp_path: Path, capsys, monkeypatch) -> None:
     from cli_here import flywheel_here
 

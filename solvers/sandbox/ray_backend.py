@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from solvers.errors import SandboxError
+from solvers.errors import FlywheelError, SandboxError
 from solvers.records import ExecStatus, Execution
 from solvers.sandbox.program import Program, SandboxConfig
 
@@ -154,7 +154,7 @@ def map_programs(programs: Iterable[Program], config: SandboxConfig, workers: in
     fleet = actors(config, workers)
     ray = fleet.ray
     config_json = config.model_copy(update={"backend": "local", "ray_address": None}).model_dump_json()
-    from ray.exceptions import RayError
+    from ray.exceptions import RayError, RayTaskError
 
     size = len(fleet.handles)
     it = enumerate(programs)
@@ -200,6 +200,14 @@ def map_programs(programs: Iterable[Program], config: SandboxConfig, workers: in
                 load[a] -= 1
             try:
                 execution = Execution(**ray.get(ref))
+            except RayTaskError as exc:
+                if isinstance(exc.cause, FlywheelError):
+                    # A config the node cannot honour (isolation="bwrap" without bubblewrap): raised to the caller
+                    # as the local pool raises it, not retried.
+                    raise exc.cause from None
+                # Any other exception of the node's sandbox is infrastructure: sandbox_error, retried elsewhere.
+                execution = Execution(program_id=program.program_id, status=ExecStatus.SANDBOX_ERROR,
+                                      error=f"node sandbox raised {type(exc.cause).__name__}: {exc.cause}")
             except RayError as exc:  # the actor (or its node) died: infrastructure, never the program's fault
                 if gen == generation[a]:  # the first failure of this actor replaces it; later ones only retry
                     fleet.replace(a)
