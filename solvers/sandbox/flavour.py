@@ -10,7 +10,6 @@ forked from a worker that imported gurobipy only. A module the program imports t
 from __future__ import annotations
 
 import ast
-import functools
 
 # Libraries a preloaded module loads on the program's behalf at solve time: pyomo reaches HiGHS through highspy.
 COMPANIONS = {"pyomo.environ": ("highspy",)}
@@ -33,7 +32,6 @@ def imported_names(code: str) -> frozenset[str]:
     return frozenset(names)
 
 
-@functools.lru_cache(maxsize=4096)
 def flavour(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
     """The entries of ``preload`` (in its order) that ``code`` needs. An entry is needed when the program imports
     it, a module below it, or the package above it; a library imported only through a module no entry names
