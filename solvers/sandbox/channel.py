@@ -12,6 +12,7 @@ import hmac
 import json
 import os
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +20,13 @@ _HEADER = struct.Struct(">I")
 _MAC = 32
 
 
-def make_sender(fd: int, key: bytes) -> Callable[[dict[str, Any]], None]:
+def make_sender(fd: int, key: bytes, trusted: frozenset[Any] | None = None) -> Callable[[dict[str, Any]], None]:
+    """The child's signing sender. With ``trusted`` (code objects), a call from any other code (a program that found
+    the sender through frames, globals or the garbage collector) sends a tamper alarm instead of its message."""
+
     def send(message: dict[str, Any]) -> None:
+        if trusted is not None and sys._getframe(1).f_code not in trusted:
+            message = {"type": "tamper", "why": "the result channel's sender was called by program code"}
         payload = json.dumps(message, default=str).encode()
         frame = _HEADER.pack(len(payload)) + hmac.new(key, payload, hashlib.sha256).digest() + payload
         view = memoryview(frame)
@@ -46,9 +52,12 @@ def parse_frames(data: bytes, key: bytes) -> tuple[list[dict[str, Any]], str | N
         if not hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()):
             return messages, "unauthenticated bytes on the result channel"
         try:
-            messages.append(json.loads(payload))
+            message = json.loads(payload)
         except ValueError:
             return messages, "malformed message on the result channel"
+        if not isinstance(message, dict):
+            return messages, "malformed message on the result channel"
+        messages.append(message)
         pos = start + length
     return messages, None
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvers.records import ExecStatus, SolveStatus
+from solvers.sandbox.verify import verify_solves
 
 # The final solve call's status decides a program that otherwise ended normally.
 SOLVE_TO_EXEC = {
@@ -44,13 +45,20 @@ class Observed:
 
 
 def classify(obs: Observed) -> tuple[ExecStatus, str]:
-    solves = [m["record"] for m in obs.messages if m.get("type") == "solve"]
+    solves = [m.get("record") for m in obs.messages if m.get("type") == "solve"]
     done = next((m for m in obs.messages if m.get("type") == "done"), None)
     ready = any(m.get("type") == "ready" for m in obs.messages)
     if obs.channel_error:
         return ExecStatus.TAMPERED, obs.channel_error
-    if done is not None and done.get("tamper"):
-        return ExecStatus.TAMPERED, "; ".join(done["tamper"])[:500]
+    # The child reports an introspection attempt the moment it happens (a program cannot take that frame back).
+    alarms = [str(m.get("why", "")) for m in obs.messages if m.get("type") == "tamper"]
+    if alarms or (done is not None and done.get("tamper")):
+        return ExecStatus.TAMPERED, "; ".join(alarms + [str(t) for t in (done or {}).get("tamper") or []])[:500]
+    # Defence outside the program's process: a claimed solution must agree with its own exported model.
+    verdict = verify_solves(solves)
+    obs.notes.append(f"verified {verdict.checked} solve(s), {verdict.skipped} unverifiable")
+    if verdict.problems:
+        return ExecStatus.TAMPERED, ("captured solve contradicts its own model: " + "; ".join(verdict.problems))[:500]
     if obs.timed_out:
         return ExecStatus.TIMEOUT_WALL, "wall-clock limit reached; process group killed"
     if obs.output_flood:

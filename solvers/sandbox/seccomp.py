@@ -1,7 +1,7 @@
 """A seccomp-BPF filter built by hand (no libseccomp binding is needed) and installed with prctl via ctypes.
 
 Policy: allow by default, deny what an OR program never needs and an attacker wants: tracing other processes,
-mounting, namespaces, kernel modules, keyrings, BPF, perf, userfaultfd, cross-process memory access, clock
+mounting, namespaces, kernel modules, keyrings, BPF, perf, userfaultfd, io_uring, cross-process memory access, clock
 changes, and IP/packet/netlink sockets (AF_UNIX stays: multiprocessing needs it). ``clone3`` answers ENOSYS so
 glibc falls back to ``clone``, whose flags a classic BPF filter can inspect (namespace flags are denied).
 x86_64 only; other architectures get no filter (and the isolation string says so).
@@ -24,6 +24,10 @@ DENIED = {
     "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
     "process_vm_writev": 311, "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
     "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428, "pidfd_getfd": 438,
+    # io_uring runs its operations (openat, connect, socket ...) in the kernel, beyond this filter's reach;
+    # the new mount API and kcmp complete the mount / cross-process sets above.
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "fsconfig": 431, "fspick": 433,
+    "mount_setattr": 442, "kcmp": 312,
 }
 SYS_SOCKET, SYS_CLONE, SYS_CLONE3 = 41, 56, 435
 DENIED_FAMILIES = (2, 10, 16, 17)  # AF_INET, AF_INET6, AF_NETLINK, AF_PACKET

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import io
 import math
 import os
 import re
@@ -31,6 +32,7 @@ from solvers.records import SolveStatus
 _state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000,
                           "overhead_s": 0.0, "threads": 0}
 _guard = threading.local()
+_open = io.open  # bound at import: a program that replaces builtins.open must not break the capture
 
 
 @dataclass
@@ -99,7 +101,7 @@ def read_and_remove(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        with _open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read()
     except OSError:
         return None
@@ -159,6 +161,16 @@ def emit(record: dict[str, Any]) -> None:
     sink = _state["sink"]
     if sink is not None:
         sink(record)
+
+
+def called_by_wrapper() -> bool:
+    """Is the sink being called by ``emit`` from a solve wrapper (and not by a program that found the sink)?
+    Frames: 0 here, 1 the sink, 2 emit, 3 the wrapper (every wrapper shares one code object)."""
+    try:
+        emitter, caller = sys._getframe(2), sys._getframe(3)
+    except ValueError:
+        return False
+    return emitter.f_code is _EMIT_CODE and caller.f_code is _WRAPPER_CODE
 
 
 def _to_record(api: str, d: Described, elapsed: float) -> dict[str, Any]:
@@ -221,6 +233,11 @@ def wrap_solve(
     _WRAPPERS.add(id(wrapper))
     wrapper.__flywheel_capture__ = api  # type: ignore[attr-defined]
     return wrapper
+
+
+# Taken once at import, before the child's audit hook exists (reading ``__code__`` later would raise an alarm).
+_EMIT_CODE = emit.__code__
+_WRAPPER_CODE = next(c for c in wrap_solve.__code__.co_consts if getattr(c, "co_name", "") == "wrapper")
 
 
 def patch(owner: Any, attr: str, wrapper: Callable[..., Any]) -> None:
