@@ -69,7 +69,7 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
             seccomp_on = True
         os.environ.clear()
         os.environ.update(env)
-        send = make_sender(hidden, key)
+        send = make_sender(hidden, key, _trusted_senders())
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
@@ -119,6 +119,9 @@ class _Counter:
         self.send = send
 
     def __call__(self, record: dict[str, Any]) -> None:
+        if not capture.called_by_wrapper():  # a program that found the sink and fed it a record of its own
+            self.send({"type": "tamper", "why": "a solve record was sent by program code, not by a solve hook"})
+            return
         self.n += 1
         self.send({"type": "solve", "record": record})
 
@@ -154,7 +157,7 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any, recei
             os._exit(0)
         capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
         _hide_sandbox_modules()
-        sys.addaudithook(_make_audit(flags))
+        sys.addaudithook(_make_audit(flags, send))
         module_name = "__main__" if program.entry is None else "__flywheel_program__"
         namespace: dict[str, Any] = {"__name__": module_name, "__file__": path, "__builtins__": builtins}
         sys.argv = [path]
@@ -269,19 +272,33 @@ def _hide_sandbox_modules() -> None:
         sys.modules.pop(name, None)
 
 
-def _make_audit(flags: list[str]) -> Any:
+def _make_audit(flags: list[str], send: Any) -> Any:
+    """The audit hook. Each alarm is also sent at once, as its own frame: a program that then steals the sender, or
+    leaves through os._exit before the final report, cannot take it back."""
+
     def audit(event: str, args: tuple[Any, ...]) -> None:
+        why = None
         if event == "import" and args and isinstance(args[0], str) and args[0].startswith("solvers.sandbox"):
-            flags.append(f"program imported {args[0]}")
-        elif event in ("gc.get_referrers", "gc.get_objects"):
-            flags.append(f"program called {event}")
+            why = f"program imported {args[0]}"
+        elif event in ("gc.get_referrers", "gc.get_objects", "gc.get_referents", "sys._current_frames"):
+            why = f"program called {event}"
         elif event == "object.__getattr__" and len(args) > 1 and args[1] == "__code__":
             module = getattr(args[0], "__module__", "") or ""
             if isinstance(module, str) and module.startswith("solvers.sandbox"):
-                flags.append("program inspected sandbox internals (__code__)")
+                why = "program inspected sandbox internals (__code__)"
         elif event == "open" and args and isinstance(args[0], str) and (
                 args[0].startswith(("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self/fd"))
                 or (args[0].startswith("/proc/") and args[0].endswith(("/mem", "/fd")))):
-            flags.append(f"program opened {args[0]}")
+            why = f"program opened {args[0]}"
+        if why is not None:
+            flags.append(why)
+            with contextlib.suppress(Exception):
+                send({"type": "tamper", "why": why})
 
     return audit
+
+
+def _trusted_senders() -> frozenset[Any]:
+    """The only code allowed to call the channel's sender: this module's own functions (see make_sender)."""
+    audit_code = next(c for c in _make_audit.__code__.co_consts if hasattr(c, "co_name") and c.co_name == "audit")
+    return frozenset({child_main.__code__, _run.__code__, _Counter.__call__.__code__, audit_code})
