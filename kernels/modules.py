@@ -35,6 +35,7 @@ SHAPE_KEYS: dict[str, Callable[..., str]] = {
     "moe_dispatch": lambda x, indices, weights, gate_up, down: (
         f"E={gate_up.shape[0]},D={x.shape[-1]},F={down.shape[-1]},K={indices.shape[-1]}"),
     "fused_linear_cross_entropy": lambda hidden, weight, labels, *a, **kw: f"V={weight.shape[0]},D={weight.shape[1]}",
+    "linear": lambda x, weight, bias=None: f"N={weight.shape[0]},K={weight.shape[1]}",
     "attention": lambda q, k, v, mask, scaling: f"H={q.shape[1]},Hkv={k.shape[1]},D={q.shape[-1]}",
 }
 
@@ -85,6 +86,10 @@ class Dispatch:
 
 # ---- forwards with the signatures of the HF modules they replace ------------------------------------------------
 
+def linear_forward(self: nn.Module, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - nn.Linear's name
+    return self._kernels_dispatch("linear", input, self.weight, self.bias)
+
+
 def rms_norm_forward(self: nn.Module, hidden_states: torch.Tensor) -> torch.Tensor:
     return self._kernels_dispatch("rms_norm", hidden_states, self.weight, self.variance_epsilon)
 
@@ -101,7 +106,7 @@ def experts_forward(self: nn.Module, hidden_states: torch.Tensor, top_k_index: t
 
 def softmax_router_forward(self: nn.Module, hidden_states: torch.Tensor):  # noqa: ANN201 - HF's triple
     hidden_states = hidden_states.reshape(-1, self.hidden_dim)
-    logits = nn.functional.linear(hidden_states, self.weight)
+    logits = self._kernels_dispatch("linear", hidden_states, self.weight, None)
     weights, indices = self._kernels_dispatch("moe_router", logits, self.top_k, "softmax",
                                               norm_topk_prob=self.norm_topk_prob)
     return logits, weights, indices

@@ -12,6 +12,11 @@ Modules are matched by shape, not by class list, with rules for the four support
 * ``fused_linear_cross_entropy``: the ``*ForCausalLM`` forward, when called with ``labels`` (HF semantics: labels
   shifted by one, mean over non-ignored, or a sum / ``num_items_in_batch`` when that is given; ``shift_labels``
   accepted as HF does). The loss comes without logits (``logits=None``): that is the point;
+* ``linear``: every ``nn.Linear`` (attention projections, dense MLP projections) and the softmax router's gate GEMM;
+* ``attention``: the model's attention implementation (HF's attention interface): a function registered under
+  ``flywheel_kernels`` (masks built as for SDPA) routes each call through the table; models configured with
+  ``sdpa`` or ``eager`` are switched to it and switched back by ``revert``. Dropout or sliding windows fall back
+  to HF's SDPA;
 * ``rope``: the modeling module's ``apply_rotary_pos_emb`` (a module-level function in transformers, so this patch is
   process-wide while any patched model of that family exists; reference-counted and restored by ``revert``).
 
@@ -57,6 +62,7 @@ class Rule:
 
 
 RULES: list[Rule] = [
+    Rule("linear", lambda m: isinstance(m, nn.Linear), modules.linear_forward),
     Rule("rms_norm", lambda m: type(m).__name__.endswith("RMSNorm") and hasattr(m, "variance_epsilon")
          and isinstance(getattr(m, "weight", None), nn.Parameter), modules.rms_norm_forward),
     Rule("swiglu", lambda m: all(isinstance(getattr(m, a, None), nn.Linear) for a in ("gate_proj", "up_proj",
@@ -128,12 +134,57 @@ def _unpatch_rope(name: str) -> None:
         _rope_originals[name] = (orig, n - 1)
 
 
+ATTENTION_NAME = "flywheel_kernels"
+_ATTENTION_FROM = ("sdpa", "eager")  # the implementations our attention backends reproduce exactly
+
+
+def _attention_interface(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                         sliding_window: int | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """HF attention-interface signature -> the table's ``attention`` backend (out (B, S, H, D), no weights)."""
+    dispatch = getattr(module, "_kernels_dispatch", None)
+    if dispatch is None or dropout or sliding_window or kwargs.get("s_aux") is not None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      sliding_window=sliding_window, **kwargs)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    return dispatch("attention", query, key, value, attention_mask, scale), None
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(ATTENTION_NAME, _attention_interface)
+    AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
+
+
+def _patch_attention(model: nn.Module, dispatch: Dispatch, patched: list[nn.Module]) -> str | None:
+    """Switch the model to the table-routed attention; returns the implementation to restore (None: not patched)."""
+    config = getattr(model, "config", None)
+    current = getattr(config, "_attn_implementation", None)
+    if current not in _ATTENTION_FROM:
+        return None
+    sites = [m for m in model.modules() if m is not model and getattr(m, "config", None) is config
+             and type(m).__name__.endswith("Attention")]
+    if not sites:
+        return None
+    _register_attention()
+    for m in sites:
+        m._kernels_dispatch = dispatch
+        patched.append(m)
+    config._attn_implementation = ATTENTION_NAME
+    return current
+
+
 @dataclass
 class PatchState:
     dispatch: Dispatch
     modules: list[nn.Module]
     rope_module: str | None
     counts: dict[str, int]
+    attention_from: str | None = None
 
 
 def _tuned_ops(table: TuningTable) -> set[str]:
@@ -189,7 +240,11 @@ def apply(model: nn.Module, table: str | Path | TuningTable | dict[str, str],
     rope = _patch_rope(model, dispatch) if "rope" in ops else None
     if rope:
         counts["rope"] = 1
-    model._kernels_state = PatchState(dispatch, patched, rope, counts)
+    n_before = len(patched)
+    attention_from = _patch_attention(model, dispatch, patched) if "attention" in ops else None
+    if attention_from:
+        counts["attention"] = len(patched) - n_before
+    model._kernels_state = PatchState(dispatch, patched, rope, counts, attention_from)
     return counts
 
 
@@ -204,7 +259,32 @@ def revert(model: nn.Module) -> None:
                 delattr(m, attr)
     if state.rope_module:
         _unpatch_rope(state.rope_module)
+    if state.attention_from:
+        model.config._attn_implementation = state.attention_from
     del model._kernels_state
+
+
+GEMM_OPS = ("linear", "attention", "moe_dispatch", "fused_linear_cross_entropy")  # the ops that carry the GEMMs
+
+
+def gemm_dtypes(table: str | Path | TuningTable | dict[str, str], device: str, dtype: str) -> set[str]:
+    """The dtypes the model's GEMMs will run in under ``table`` (``dtype`` = the autocast / input dtype).
+
+    A backend registered with ``gemm="float32"`` computes its GEMMs in fp32 whatever the autocast dtype; any other
+    backend, and a GEMM op the table leaves to HF, computes them in ``dtype``. The trainer divides by the highest
+    peak among these dtypes, so MFU is never flattered by a slow emulated-bf16 peak when the GEMMs ran in fp32.
+    """
+    from kernels import registry
+
+    tbl = _as_table(table)
+    found: set[str] = set()
+    for op in GEMM_OPS:
+        names = {e.backend for e in tbl.entries if e.op == op and e.device == device and e.dtype == dtype}
+        names |= {tbl.defaults.get(op, registry.REFERENCE)} if not names else set()
+        for name in names:
+            b = registry.get(op, name)
+            found.add(b.gemm if b.gemm and b.runs_on(device) else dtype)
+    return found
 
 
 def patched_ops(model: nn.Module) -> dict[str, int]:

@@ -29,6 +29,7 @@ class Backend:
     devices: tuple[str, ...]
     available: Callable[[], bool] = field(default=lambda: True)
     note: str = ""
+    gemm: str = ""  # "float32": its GEMMs run in fp32 whatever the autocast dtype ("" = the autocast / input dtype)
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices and self.available()
@@ -38,10 +39,11 @@ OPS: dict[str, dict[str, Backend]] = {}
 
 
 def backend(op: str, name: str, devices: tuple[str, ...] = ("cpu", "cuda", "npu"),
-            available: Callable[[], bool] | None = None, note: str = "") -> Callable[[Callable], Callable]:
-    """Register ``fn`` as backend ``name`` of ``op``."""
+            available: Callable[[], bool] | None = None, note: str = "", gemm: str = "") -> Callable[[Callable], Callable]:
+    """Register ``fn`` as backend ``name`` of ``op`` (``gemm="float32"``: it computes its GEMMs in fp32, which the
+    trainer's MFU must know: the peak to divide by is that of the dtype the GEMMs really ran in)."""
     def deco(fn: Callable) -> Callable:
-        OPS.setdefault(op, {})[name] = Backend(op, name, fn, devices, available or (lambda: True), note)
+        OPS.setdefault(op, {})[name] = Backend(op, name, fn, devices, available or (lambda: True), note, gemm)
         return fn
     return deco
 

@@ -31,6 +31,13 @@ def _eager(op: str) -> list[str]:
     return [b.name for b in registry.backends(op, "cpu") if b.name not in ("reference", "compiled")]
 
 
+def _packed_mask(batch: int, seq: int, doc: int) -> torch.Tensor:
+    """The boolean (B, 1, S, S) mask transformers builds for packed rows: causal within documents of ``doc``."""
+    pos = torch.arange(seq)
+    same_doc = (pos[:, None] // doc) == (pos[None, :] // doc)
+    return (same_doc & (pos[None, :] <= pos[:, None])).expand(batch, 1, seq, seq)
+
+
 CASES = {
     "rms_norm": [((_leaf(3, 7, 64), _leaf(64, seed=1), 1e-6), {}), ((_leaf(5, 4, 16, 16), _leaf(16, seed=2), 1e-5), {})],
     "swiglu": [((_leaf(9, 128), _leaf(9, 128, seed=1)), {}), ((_leaf(2, 5, 33), _leaf(2, 5, 33, seed=1)), {})],
@@ -38,7 +45,11 @@ CASES = {
                torch.randn(2, 9, 16, generator=_g(3)).sin()), {})],
     "fused_linear_cross_entropy": [flce_case(37, 32, 500), flce_case(64, 16, 3000)],
     "moe_dispatch": [moe_case(50, 32, 24, 4, 2), moe_case(31, 16, 8, 8, 3)],
-    "attention": [((_leaf(2, 4, 11, 16), _leaf(2, 2, 11, 16, seed=1), _leaf(2, 2, 11, 16, seed=2), None, 0.25), {})],
+    "attention": [((_leaf(2, 4, 11, 16), _leaf(2, 2, 11, 16, seed=1), _leaf(2, 2, 11, 16, seed=2), None, 0.25), {}),
+                  ((_leaf(2, 4, 12, 16), _leaf(2, 2, 12, 16, seed=1), _leaf(2, 2, 12, 16, seed=2),
+                    _packed_mask(2, 12, 5), 0.25), {})],
+    "linear": [((_leaf(2, 9, 64), _leaf(32, 64, seed=1, scale=0.1), None), {}),
+               ((_leaf(17, 48), _leaf(80, 48, seed=1, scale=0.1), _leaf(80, seed=2)), {})],
 }
 GRID = [(op, i, b, dt) for op, cases in CASES.items() for i in range(len(cases)) for b in _eager(op) for dt in DTYPES]
 
@@ -94,6 +105,23 @@ def test_router_group_limit_is_respected() -> None:
     logits = torch.randn(200, 16, generator=_g(8))
     _, idx = fn(logits, 4, "sigmoid", bias=torch.zeros(16), n_group=4, topk_group=2)
     assert all(len(set(row.tolist())) <= 2 for row in idx // 4)
+
+
+def test_fp32_gemm_keeps_autocast_dtypes_and_is_closer_to_the_fp32_oracle() -> None:
+    """``linear/fp32_gemm`` under bf16 autocast: output bf16 like the reference (the next op sees the same dtype),
+    weight gradient fp32 like the reference, and its error against the fp32 function below the bf16 reference's (it
+    does not round the fp32 weight to 8 mantissa bits)."""
+    from kernels.verify import run
+
+    args, _ = CASES["linear"][0]
+    ref_fn, fp32_fn = registry.get("linear").fn, registry.get("linear", "fp32_gemm").fn
+    (ref,), ref_g = run(ref_fn, args, {}, "bfloat16", "cpu")
+    (got,), got_g = run(fp32_fn, args, {}, "bfloat16", "cpu")
+    (oracle,), _ = run(ref_fn, args, {}, "float32", "cpu")
+    assert got.dtype == ref.dtype == torch.bfloat16
+    assert [g.dtype for g in got_g if g is not None] == [g.dtype for g in ref_g if g is not None]
+    assert (got.float() - oracle).abs().max() < (ref.float() - oracle).abs().max()
+    assert registry.get("linear", "fp32_gemm").gemm == "float32" and registry.get("linear").gemm == ""
 
 
 def test_wrong_backend_is_rejected() -> None:

@@ -17,13 +17,16 @@ from training.models import build_model
 from training.moe import MoEBalancer
 
 ALL = {"rms_norm": "fused", "swiglu": "fused", "rope": "fused", "moe_dispatch": "sorted", "moe_router": "fused",
-       "fused_linear_cross_entropy": "chunked"}
-EXPECTED = {  # patched sites per op (tiny configs: 2 layers)
-    "qwen3_moe_tiny": {"rms_norm": 9, "moe_dispatch": 2, "moe_router": 2, "fused_linear_cross_entropy": 1, "rope": 1},
+       "fused_linear_cross_entropy": "chunked", "linear": "fp32_gemm", "attention": "sdpa"}
+EXPECTED = {  # patched sites per op (tiny configs: 2 layers; linear: attention projections + MLP projections + lm_head)
+    "qwen3_moe_tiny": {"rms_norm": 9, "moe_dispatch": 2, "moe_router": 2, "fused_linear_cross_entropy": 1, "rope": 1,
+                       "linear": 9, "attention": 2},
     "deepseek_v3_tiny": {"rms_norm": 7, "swiglu": 2, "moe_dispatch": 1, "moe_router": 1,
-                         "fused_linear_cross_entropy": 1, "rope": 1},
-    "qwen3_tiny": {"rms_norm": 9, "swiglu": 2, "fused_linear_cross_entropy": 1, "rope": 1},
-    "llama_tiny": {"rms_norm": 5, "swiglu": 2, "fused_linear_cross_entropy": 1, "rope": 1},
+                         "fused_linear_cross_entropy": 1, "rope": 1, "linear": 15, "attention": 2},
+    "qwen3_tiny": {"rms_norm": 9, "swiglu": 2, "fused_linear_cross_entropy": 1, "rope": 1, "linear": 15,
+                   "attention": 2},
+    "llama_tiny": {"rms_norm": 5, "swiglu": 2, "fused_linear_cross_entropy": 1, "rope": 1, "linear": 15,
+                   "attention": 2},
 }
 VOCAB = 256
 
@@ -47,6 +50,7 @@ def test_apply_patches_every_site_and_revert_restores(arch: str) -> None:
     kernels.revert(model)
     assert kernels.patched_ops(model) == {}
     assert not any("forward" in m.__dict__ for m in model.modules())
+    assert model.config._attn_implementation == "sdpa"  # the attention switch is undone too
     after = model(input_ids=ids, labels=ids)
     assert torch.equal(after.loss, before.loss) and torch.equal(after.logits, before.logits)
 
@@ -96,3 +100,44 @@ def test_table_file_round_trip_and_bad_table(tmp_path) -> None:  # noqa: ANN001
         kernels.apply(model, table=bad)
     with pytest.raises(ConfigError):
         kernels.apply(model, table=tmp_path / "missing.json")
+
+
+FP32_GEMM = {"linear": "fp32_gemm", "attention": "sdpa_fp32", "moe_dispatch": "sorted_fp32",
+             "fused_linear_cross_entropy": "chunked", "rms_norm": "fused", "moe_router": "fused"}
+
+
+def _train_autocast(table: dict[str, str] | None, autocast: bool, steps: int = 20) -> list[float]:
+    model = build_model("qwen3_moe_tiny", "", VOCAB, {}, 0)
+    if table:
+        kernels.apply(model, table)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+    losses = []
+    for step in range(steps):
+        ids = _batch(step)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+    return losses
+
+
+@pytest.mark.slow
+def test_fp32_gemm_table_under_bf16_autocast_matches_the_bf16_loss_curve() -> None:
+    """The CPU-tuned table (every GEMM in fp32 inside bf16 autocast) trains like the unpatched bf16 model.
+
+    Tolerance 2e-3 relative per step: the unpatched bf16 run itself differs from the fp32 run by ~3e-4 over these 20
+    steps (bf16 rounding of activations and weights inside its GEMMs); the patched run differs from both by the same
+    order. A wrong kernel (dropped gradient term, wrong expert) moves the loss by > 1e-2 within a few steps.
+    """
+    bf16 = _train_autocast(None, True)
+    patched = _train_autocast(FP32_GEMM, True)
+    fp32 = _train_autocast(None, False)
+    assert bf16[-1] < bf16[0]
+    for a, b in zip(patched, bf16, strict=True):
+        assert abs(a - b) <= 2e-3 * abs(b), (patched, bf16)
+    # and it is at least as close to the fp32 curve as bf16 GEMMs are (it rounds less), up to the same noise
+    dev_patched = max(abs(a - b) / b for a, b in zip(patched, fp32, strict=True))
+    dev_bf16 = max(abs(a - b) / b for a, b in zip(bf16, fp32, strict=True))
+    assert dev_patched <= dev_bf16 + 2e-4, (dev_patched, dev_bf16)

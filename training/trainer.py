@@ -114,15 +114,20 @@ class Trainer:
         self.model = shard_model(self.model, self.world)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        # Fused AdamW (one kernel over all parameters instead of ~10 small ops per tensor) where torch has it for
+        # plain tensors; FSDP2's sharded DTensors and the NPU keep the default implementation.
+        fused = not self.world.distributed and self.device.name in ("cpu", "cuda")
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=r.train.lr, betas=r.train.betas, eps=1e-8)
+            lr=r.train.lr, betas=r.train.betas, eps=1e-8, fused=fused or None)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio))
         if ckpt:
             self._load_state(ckpt)
-        dtype = torch.bfloat16 if r.train.dtype == "bf16" else torch.float32
-        self.peak_flops, self.peak_source = device_peak(self.device.name, dtype)
+        # MFU divides by the peak of the dtype the GEMMs really run in: a tuned table may compute them in fp32 under
+        # bf16 autocast (on CPUs without bf16 matrix units); with several dtypes, the highest peak (never flattering).
+        self.peak_flops, self.peak_source = max(device_peak(self.device.name, getattr(torch, d))
+                                                for d in sorted(self.gemm_dtypes))
         self.log = MetricsLog(self.out / "metrics.jsonl", self.step if ckpt else None) if self.world.main else None
         if self.world.main:
             self._write_config()
@@ -146,20 +151,25 @@ class Trainer:
     def _kernels(self) -> None:
         """The hook for the kernels issue: patch the model from a tuning table before sharding."""
         table = self.recipe.kernels.table
+        run_dtype = "bfloat16" if self.recipe.train.dtype == "bf16" else "float32"
+        self.gemm_dtypes = {run_dtype}
         if not table:
             return
         try:
             from kernels import apply  # type: ignore[attr-defined]
+            from kernels.patch import gemm_dtypes
         except ImportError:
             raise ConfigError("kernels.apply is not available in this checkout", culprit="kernels.table") from None
         patched = apply(self.model, table=table, device=self.device.name)
+        self.gemm_dtypes = gemm_dtypes(table, self.device.name, run_dtype)
         if self.world.main and not self.quiet:
             print(f"kernels: patched {patched} from {table}")
 
     def _write_config(self) -> None:
         info = {"recipe": self.recipe.model_dump(mode="json"), "device": self.device.name, "world": self.world.size,
                 "flops_per_token": self.flops_per_token, "peak_flops": self.peak_flops,
-                "peak_source": self.peak_source, "params": sum(p.numel() for p in self._raw().parameters()),
+                "peak_source": self.peak_source, "gemm_dtypes": sorted(self.gemm_dtypes),
+                "params": sum(p.numel() for p in self._raw().parameters()),
                 "vocab_size": len(self.tokenizer), "model_class": type(self._raw()).__name__,
                 "train_rows": {s.name: len(s.train) for s in self.sources},
                 "sft_truncated": {s.name: s.train.truncated for s in self.sources}}

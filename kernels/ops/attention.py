@@ -5,6 +5,8 @@ rows get a block-causal mask). Grouped-query attention repeats k / v heads.
 
 * ``reference``: the eager formula (scores, mask, fp32 softmax, weighted sum), HF's ``eager_attention_forward``.
 * ``sdpa``: ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels where the device has them).
+* ``sdpa_fp32``: SDPA computed in fp32 (q / k / v upcast inside, the output cast back): on a CPU without bf16 matrix
+  units the bf16 flash-attention kernel emulates its bf16 GEMMs; chosen only if the tuner measures it faster.
 * ``npu``: ``torch_npu.npu_fusion_attention`` (BNSD layout); NOT executed here.
 """
 
@@ -52,6 +54,16 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor |
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=_bool_mask(mask, q.shape[2], k.shape[2], q.device),
                                              scale=scaling)
     return out.transpose(1, 2).contiguous()
+
+
+@backend(OP, "sdpa_fp32", gemm="float32", note="SDPA in fp32 (for devices without bf16 matrix units)")
+def sdpa_fp32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+              scaling: float) -> torch.Tensor:
+    dev = q.device.type
+    dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else q.dtype
+    with torch.autocast(dev, enabled=False):
+        out = sdpa(q.float(), k.float(), v.float(), mask, scaling)
+    return out.to(dtype)
 
 
 @backend(OP, "npu", devices=("npu",), available=has_module("torch_npu"),

@@ -90,7 +90,7 @@ class _ChunkedLinearCE(torch.autograd.Function):
         return dh, dw, None, None, None, None
 
 
-@backend(OP, "chunked")
+@backend(OP, "chunked", gemm="float32")
 def chunked(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100,
             reduction: str = "sum") -> torch.Tensor:
     return _ChunkedLinearCE.apply(hidden, weight, labels, ignore_index, reduction, torch.float32)
@@ -110,7 +110,7 @@ def _ce_formula(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor
     return F.cross_entropy(logits, labels, ignore_index=ignore_index, reduction=reduction)
 
 
-@backend(OP, "compiled", note="torch.compile of fp32 linear + CE (Inductor may fuse the softmax; logits still exist)")
+@backend(OP, "compiled", gemm="float32", note="torch.compile of fp32 linear + CE (Inductor may fuse the softmax; logits still exist)")
 def compiled_(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100,
               reduction: str = "sum") -> torch.Tensor:
     return compiled(_ce_formula)(hidden, weight, labels, ignore_index, reduction)

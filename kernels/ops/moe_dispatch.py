@@ -78,7 +78,7 @@ def sorted_(x: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor, gate_
     return unpermute(h, order, weights, x.dtype)
 
 
-@backend(OP, "sorted_fp32", note="sorted dispatch with fp32 GEMMs even under bf16 autocast: faster on CPUs "
+@backend(OP, "sorted_fp32", gemm="float32", note="sorted dispatch with fp32 GEMMs even under bf16 autocast: faster on CPUs "
          "without native bf16 GEMM (no AVX512-BF16 / AMX), and at least as accurate as the bf16 reference")
 def sorted_fp32(x: torch.Tensor, indices: torch.Tensor, weights: torch.Tensor, gate_up: torch.Tensor,
                 down: torch.Tensor) -> torch.Tensor:
