@@ -1,7 +1,8 @@
 """Check each captured solve against its own exported model, outside the program's process.
 
 Why: the capture runs inside the program's interpreter, and anything in that address space (the channel's signing
-key included) can in principle be reached by the program. So the trusted worker does not take a record's numbers on
+key included) can in principle be reached by the program. So the trusted side (the pool's parent, where results are
+classified) does not take a record's numbers on
 faith: for every solve that claims a solution and carries its MPS model, it re-reads the model with HiGHS's own MPS
 reader and recomputes, from the captured solution, the objective (c·x + constant) and the solution's feasibility
 (variable bounds, row bounds, integrality). A claimed result whose numbers disagree with its own model is not
@@ -14,13 +15,14 @@ nonlinear pyomo models). Those are reported as unverified, never as tampered, so
 punished for what their exporter could not write.
 
 Cost: one MPS parse by HiGHS plus O(nonzeros) numpy per checked record; models over ``MAX_MPS_CHARS`` are skipped
-(counted as skipped) so that a huge model cannot make the worker the bottleneck.
+(counted as skipped) so that a huge model cannot make the parent the bottleneck.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,27 +143,29 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
     return ""
 
 
-_highs: list[Any] = []
+_local = threading.local()
+_scratch: list[str] = []
 
 
 def _read(mps: str) -> Any:
-    """The model as a HiGHS ``HighsLp`` (one quiet Highs instance per worker), or None if HiGHS cannot read it or
+    """The model as a HiGHS ``HighsLp`` (one quiet Highs instance per thread), or None if HiGHS cannot read it or
     it has a quadratic objective (the linear check would be wrong)."""
     try:
         import highspy
     except ImportError:
         return None
-    if not _highs:
+    h = getattr(_local, "highs", None)
+    if h is None:  # one per thread: the parent classifies on each worker's feeder thread
         from solvers.stdout import fd1_redirected
 
         with fd1_redirected():  # the first Highs() of a process prints a banner; this runs in the caller's process
-            h = highspy.Highs()
+            h = _local.highs = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        _highs.append(h)
-    h = _highs[0]
-    fd, path = tempfile.mkstemp(suffix=".mps")
+    if not _scratch:
+        _scratch.append(tempfile.mkdtemp(prefix="flywheel-verify-"))  # private (0700), made once per process
+    path = os.path.join(_scratch[0], f"{threading.get_ident()}.mps")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8") as fh:
             fh.write(mps)
         h.clearModel()
         if h.readModel(path) == highspy.HighsStatus.kError:
