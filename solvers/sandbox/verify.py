@@ -2,9 +2,8 @@
 
 Why: the capture runs inside the program's interpreter, and anything in that address space (the channel's signing
 key included) can in principle be reached by the program. So the trusted side (the pool's parent, where results are
-classified) does not take a record's numbers on
-faith: for every solve that claims a solution and carries its MPS model, it re-reads the model with HiGHS's own MPS
-reader and recomputes, from the captured solution, the objective (c·x + constant) and the solution's feasibility
+classified) does not take a record's numbers on faith: for every solve that claims a solution and carries its MPS
+model, it re-reads the model with HiGHS's own MPS reader and recomputes, from the captured solution, the objective (c·x + constant) and the solution's feasibility
 (variable bounds, row bounds, integrality). A claimed result whose numbers disagree with its own model is not
 believed: the execution becomes ``tampered``. Typical forgeries it catches: a solver object whose ``ObjVal`` is
 overridden, a poisoned describer, a fake point reported for a real model.
@@ -30,7 +29,7 @@ from solvers.records import SolveStatus
 
 # Records that claim a primal solution: their numbers must agree with their model.
 CLAIMS_SOLUTION = {str(SolveStatus.OPTIMAL), str(SolveStatus.TIME_LIMIT_WITH_SOLUTION)}
-MAX_MPS_CHARS = 4_000_000  # ~100k nonzeros: a parse stays well under the cost of the solve that produced it
+MAX_MPS_CHARS = 500_000  # ~1000 columns x 1000 rows: a HiGHS read costs ~30-60 ms there (2-core machine, loaded)
 # Tolerances. Solvers accept a point whose rows are violated by up to their feasibility tolerance (1e-6, absolute,
 # on the *scaled* model; unscaling can multiply that by the row's magnitude) and integers off by their integrality
 # tolerance (1e-5 in Gurobi/COPT/HiGHS): the checks allow 100x / 10x that, relative to the magnitudes involved, so an
