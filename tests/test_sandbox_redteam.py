@@ -60,6 +60,28 @@ for msg in ({FORGED}, {DONE}):
     os.write(cells['fd'], struct.pack('>I', len(p)) + hmac.new(cells['key'], p, hashlib.sha256).digest() + p)
 os._exit(0)
 """,
+    # ... or told apart by type (no audited __code__ read): the forged record carries no model, and a gurobipy solve
+    # captured with MPS export on always has one
+    "key_via_closure_cells": GOOD + f"""
+import hmac, hashlib, json, struct, os
+vals = [c.cell_contents for c in gp.Model.optimize.__globals__['_state']['sink'].send.__closure__]
+key, fd = next(v for v in vals if isinstance(v, bytes)), next(v for v in vals if isinstance(v, int))
+for msg in ({FORGED}, {DONE}):
+    p = json.dumps(msg).encode()
+    os.write(fd, struct.pack('>I', len(p)) + hmac.new(key, p, hashlib.sha256).digest() + p)
+os._exit(0)
+""",
+    # the hook's describer swapped in its closure cell: the genuine wrapper path sends a record without a model
+    "describer_swapped_in_closure": """
+import gurobipy as gp
+cells = [c for c in gp.Model.optimize.__closure__ if getattr(c.cell_contents, '__name__', '') == '_describe']
+real = cells[0].cell_contents
+def fake(args, kwargs, result):
+    d = real(args, kwargs, result)
+    d.objective, d.model_mps = 42.0, None
+    return d
+cells[0].cell_contents = fake
+""" + GOOD.replace("import gurobipy as gp\n", ""),
     # hooks left in place, the record builder poisoned: the real solve runs, its record claims 42
     "poisoned_record_builder": "import gurobipy as gp\ng = gp.Model.optimize.__globals__\nreal = g['_to_record']\n"
     "g['_to_record'] = lambda api, d, el: real(api, d, el) | {'objective': 42.0}\n" + GOOD,
@@ -224,7 +246,9 @@ def test_verify_solves_checks_a_real_record_against_its_own_model(pool: Pool) ->
     assert verify_solves([record | {"solution": {"x": 5.0, "y": 0.0}, "objective": 15.0}]).problems  # x <= 4
     assert verify_solves([record | {"solution": {"x": 4.0, "y": 3.0}, "objective": 18.0}]).problems  # x + y <= 5
     no_model = verify_solves([record | {"model_mps": None, "objective": 42.0}])
-    assert no_model.skipped == 1 and not no_model.problems  # unverifiable, not accused
+    assert no_model.skipped == 1 and not no_model.problems  # export off: unverifiable, not accused
+    assert verify_solves([record | {"model_mps": None}], models_expected=True).problems  # export on: forged
+    assert not verify_solves([record | {"api": "ortools", "model_mps": None}], models_expected=True).problems
     assert verify_solves([{"status": "optimal", "objective": 42.0}]).problems  # not a record the capture built
 
 

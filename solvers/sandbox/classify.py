@@ -41,6 +41,7 @@ class Observed:
     cpu_s: float
     cpu_limit: int
     leftovers: int = 0
+    models_expected: bool = False  # MPS capture was on: solves through the MODEL_APIS must carry their model
     notes: list[str] = field(default_factory=list)
 
 
@@ -55,7 +56,7 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
     if alarms or (done is not None and done.get("tamper")):
         return ExecStatus.TAMPERED, "; ".join(alarms + [str(t) for t in (done or {}).get("tamper") or []])[:500]
     # Defence outside the program's process: a claimed solution must agree with its own exported model.
-    verdict = verify_solves(solves)
+    verdict = verify_solves(solves, obs.models_expected)
     obs.notes.append(f"verified {verdict.checked} solve(s), {verdict.skipped} unverifiable")
     if verdict.problems:
         return ExecStatus.TAMPERED, ("captured solve contradicts its own model: " + "; ".join(verdict.problems))[:500]

@@ -52,8 +52,15 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def verify_solves(records: list[Any]) -> Verdict:
-    """Check every captured solve; ``problems`` lists the records that contradict themselves or are malformed."""
+# APIs whose capture always exports the model (their writers take anything the library can hold). With MPS capture on,
+# a solution claimed through one of them without its model did not come from the capture (ortools is not listed:
+# CP-SAT and MathOpt records carry no MPS; nor pyomo: nonlinear models have none).
+MODEL_APIS = {"gurobipy", "highspy", "coptpy", "docplex", "pulp"}
+
+
+def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
+    """Check every captured solve; ``problems`` lists the records that contradict themselves or are malformed.
+    ``models_expected``: MPS capture was on, so a ``MODEL_APIS`` record claiming a solution must carry its model."""
     verdict = Verdict()
     statuses = {str(s) for s in SolveStatus}
     for i, rec in enumerate(records):
@@ -64,6 +71,9 @@ def verify_solves(records: list[Any]) -> Verdict:
         if rec["status"] not in CLAIMS_SOLUTION or rec["objective"] is None:
             continue
         mps = rec["model_mps"]
+        if not mps and models_expected and rec["api"] in MODEL_APIS:
+            verdict.problems.append(f"solve {i + 1}: claims a solution without the model its capture always exports")
+            continue
         if not mps or len(mps) > MAX_MPS_CHARS:
             verdict.skipped += 1
             continue

@@ -279,7 +279,7 @@ class Worker:
         oom = (prepared.cgroup.oom_kills() - oom_before) if prepared.cgroup else 0
         obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
-                       cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers)
+                       cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers, models_expected=cfg.capture_mps)
         done = next((m for m in messages if m.get("type") == "done"), {})
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
