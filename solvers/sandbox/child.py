@@ -7,7 +7,6 @@ program killed later keeps its record; the ``done`` message says how the program
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import ctypes
@@ -146,14 +145,15 @@ def _run(program: Program, config: SandboxConfig, workdir: str, send: Any, recei
         if not program.code.strip():
             send({"type": "done", "outcome": "no_code"})
             os._exit(0)
-        try:
-            tree = ast.parse(program.code, PROGRAM_NAME)
-            code_obj = compile(tree, path, "exec")
+        try:  # straight from source: building Python AST objects first costs ~half as much again
+            code_obj = compile(program.code, path, "exec")
         except (SyntaxError, ValueError) as exc:
+            if isinstance(exc, SyntaxError):
+                exc.filename = PROGRAM_NAME  # the message names the program, not the sandbox's path
             send({"type": "done", "outcome": "syntax_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
             os._exit(0)
-        if not tree.body:
-            send({"type": "done", "outcome": "no_code"})
+        if all(not line.strip() or line.lstrip().startswith("#") for line in program.code.splitlines()):
+            send({"type": "done", "outcome": "no_code"})  # comments only: no statement to run
             os._exit(0)
         capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
         _hide_sandbox_modules()

@@ -9,27 +9,38 @@ forked from a worker that imported gurobipy only. A module the program imports t
 
 from __future__ import annotations
 
-import ast
+import re
 
 # Libraries a preloaded module loads on the program's behalf at solve time: pyomo reaches HiGHS through highspy.
 COMPANIONS = {"pyomo.environ": ("highspy",)}
 
 
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([^#\n]*)|import[ \t]+([^#\n]*))", re.MULTILINE)
+
+
 def imported_names(code: str) -> frozenset[str]:
-    """Absolute module names the code imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``); empty for code
-    that does not parse (it fails before importing anything)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return frozenset()
+    """Absolute module names the code imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), read line by line
+    with a regular expression: an order of magnitude cheaper than parsing, on the pool's critical path, and a miss or
+    a spurious name only changes which worker runs the program (the child imports what its worker did not)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    for module, imported, plain in _IMPORT.findall(code):
+        if module:
+            if not module.startswith("."):
+                names.add(module)
+                names.update(f"{module}.{n}" for n in _names(imported) if n != "*")
+        else:
+            names.update(_names(plain))
     return frozenset(names)
+
+
+def _names(clause: str) -> list[str]:
+    """``a.b as c, (d, e`` -> ['a.b', 'd', 'e']."""
+    out = []
+    for part in clause.replace("(", " ").replace(")", " ").replace("\\", " ").split(","):
+        words = part.split()
+        if words and all(w.isidentifier() for w in words[0].split(".")):
+            out.append(words[0])
+    return out
 
 
 def flavour(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
