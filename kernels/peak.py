@@ -11,14 +11,12 @@ import torch
 
 
 def measure(dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16),
-            sizes: tuple[int, ...] = (256, 512, 1024), repeats: int = 5) -> list[dict[str, float | str | int]]:
+            sizes: tuple[int, ...] = (64, 128, 256, 512), repeats: int = 5) -> list[dict[str, float | str | int]]:
     from training import flops
 
     rows: list[dict[str, float | str | int]] = []
     for dtype in dtypes:
         for size in sizes:
-            flops._cpu_peak_cache.pop(str(dtype), None)  # a fresh measurement per size
-            value = flops.measure_cpu_peak(dtype, size=size, repeats=repeats)
+            value = flops.measure_cpu_peak(dtype, size=size, repeats=repeats)  # one size: measured afresh
             rows.append({"dtype": str(dtype).removeprefix("torch."), "size": size, "gflops": value / 1e9})
-        flops._cpu_peak_cache.pop(str(dtype), None)
     return rows
