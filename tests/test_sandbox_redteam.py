@@ -23,7 +23,7 @@ from test_sandbox_adversarial import GOOD, sandbox_processes
 from solvers.records import ExecStatus
 from solvers.sandbox import Pool, Program, SandboxConfig
 from solvers.sandbox.channel import make_sender, parse_frames
-from solvers.sandbox.verify import verify_solves
+from solvers.sandbox.verify import check_record, verify_solves
 
 # Short limits: three cases run into them on purpose.
 CONFIG = SandboxConfig(timeout_s=4, cpu_s=2, memory_mb=384, max_pids=32, output_limit_bytes=2**20,
@@ -266,3 +266,24 @@ def test_channel_rejects_foreign_callers_and_non_object_frames(tmp_path: Path) -
     payload = b"[1, 2]"  # valid signature, but not a message object
     frame = struct.pack(">I", len(payload)) + hmac.new(b"k" * 32, payload, hashlib.sha256).digest() + payload
     assert parse_frames(frame, b"k" * 32)[1] == "malformed message on the result channel"
+
+
+def test_verify_matches_pyomo_symbolic_labels_and_fixed_columns() -> None:
+    # pyomo writes x[1,2] as x(1_2) and a constant objective term as a column fixed at 1 that no solution names
+    mps = """NAME pyomo
+ROWS
+ N obj
+ L c1
+COLUMNS
+ x(1_2) obj 1 c1 1
+ ONE_VAR_CONSTANT obj 2
+RHS
+ rhs c1 3
+BOUNDS
+ UP bnd x(1_2) 3
+ FX bnd ONE_VAR_CONSTANT 1
+ENDATA
+"""
+    assert check_record(mps, {"x[1,2]": 3.0}, 5.0, "maximize") == ""
+    assert "claimed objective 6" in (check_record(mps, {"x[1,2]": 3.0}, 6.0, "maximize") or "")
+    assert check_record(mps, {"y": 3.0}, 5.0, "maximize") is None  # nothing names x: unverifiable, not accused

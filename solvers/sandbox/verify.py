@@ -20,6 +20,7 @@ Cost: one MPS parse by HiGHS plus O(nonzeros) numpy per checked record; models o
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -98,10 +99,14 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
         return None
     names = list(lp.col_names_)
     n = int(lp.num_col_)
-    if n == 0 or len(names) != n or any(name not in solution for name in names):
+    if n == 0 or len(names) != n:
+        return None
+    lower, upper = np.asarray(lp.col_lower_, dtype=float), np.asarray(lp.col_upper_, dtype=float)
+    values = _values_by_column(names, solution, lower, upper)
+    if values is None:
         return None
     try:
-        x = np.array([float(solution[name]) for name in names])
+        x = np.array([float(v) for v in values])
     except (TypeError, ValueError):
         return "solution values are not numbers"
     if not np.all(np.isfinite(x)):
@@ -116,7 +121,6 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
     candidates = [value] + ([-value] if mps_max != record_max else [])
     if not any(abs(objective - v) <= OBJ_TOL * scale + 1e-9 for v in candidates):
         return f"claimed objective {objective:.10g} but the captured solution gives {value:.10g} on its own model"
-    lower, upper = np.asarray(lp.col_lower_, dtype=float), np.asarray(lp.col_upper_, dtype=float)
     slack = FEAS_TOL * np.maximum(1.0, np.abs(x))
     bad = np.nonzero((x < lower - slack) | (x > upper + slack))[0]
     if bad.size:
@@ -150,6 +154,35 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
             name = row_names[r] if r < len(row_names) else f"row {r}"
             return f"constraint {name}: activity {activity[r]:.10g} outside [{rlo[r]:.10g}, {rhi[r]:.10g}]"
     return ""
+
+
+# pyomo writes MPS with "symbolic labels": its _cpxlp_translation_table keeps letters, digits and "()_", turns
+# "[]{}" into "()()" and anything else into "_" (x[1,2] -> x(1_2)); the captured solution keeps the program's names.
+_PYOMO_BRACKETS = str.maketrans("[]{}", "()()")
+_PYOMO_OTHER = re.compile(r"[^A-Za-z0-9()_]")
+
+
+def _values_by_column(names: list[str], solution: dict[str, Any], lower: Any, upper: Any) -> list[Any] | None:
+    """The solution's value of each MPS column: by name, else by pyomo's label of the name; a column the solution
+    does not name may only be one the model fixes (pyomo's ONE_VAR_CONSTANT). None when the two cannot be matched."""
+    labels: dict[str, Any] | None = None
+    values = []
+    for j, name in enumerate(names):
+        if name in solution:
+            values.append(solution[name])
+            continue
+        if labels is None:
+            labels = {}
+            for key, value in solution.items():
+                label = _PYOMO_OTHER.sub("_", str(key).translate(_PYOMO_BRACKETS))
+                labels[label] = value if label not in labels else None  # two names, one label: ambiguous
+        if labels.get(name) is not None:
+            values.append(labels[name])
+        elif lower[j] == upper[j] and abs(lower[j]) < 1e30:
+            values.append(lower[j])
+        else:
+            return None
+    return values
 
 
 _local = threading.local()
