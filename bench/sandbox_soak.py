@@ -35,6 +35,7 @@ import argparse
 import datetime
 import json
 import os
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -217,6 +218,8 @@ def main() -> None:
     # the solver programs take well under a second each.
     config = SandboxConfig(timeout_s=2.0, memory_mb=512, output_limit_bytes=4 << 20, max_file_mb=16,
                            recycle_after=500)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent).stdout.strip()
     pool = shared_pool(config, workers)
     uids = set(pool.uids())
     info = machine()
@@ -268,7 +271,7 @@ def main() -> None:
                       "zero_after_close": ["tree_processes", "workers", "zombies", "prepared_children",
                                            "stray_program_processes", "cgroup_dirs"]},
         "flat": not violations, "violations": violations,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "commit": commit,
         "machine": info | {"load_avg_1m_end": os.getloadavg()[0]},
         "libraries": versions("gurobipy", "pyomo", "highspy", "ortools", "coptpy"),
     }
