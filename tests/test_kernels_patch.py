@@ -141,3 +141,13 @@ def test_fp32_gemm_table_under_bf16_autocast_matches_the_bf16_loss_curve() -> No
     dev_patched = max(abs(a - b) / b for a, b in zip(patched, fp32, strict=True))
     dev_bf16 = max(abs(a - b) / b for a, b in zip(bf16, fp32, strict=True))
     assert dev_patched <= dev_bf16 + 2e-4, (dev_patched, dev_bf16)
+
+
+def test_gemm_dtypes_follow_the_table() -> None:
+    """What the trainer's MFU divides by: the dtypes the GEMM-bearing ops run in under a table."""
+    from kernels.patch import gemm_dtypes
+
+    assert gemm_dtypes({}, "cpu", "bfloat16") == {"bfloat16"}  # unpatched: autocast's bf16 GEMMs
+    assert gemm_dtypes(FP32_GEMM, "cpu", "bfloat16") == {"float32"}
+    assert gemm_dtypes({"linear": "fp32_gemm"}, "cpu", "bfloat16") == {"bfloat16", "float32"}  # MoE etc. stay bf16
+    assert gemm_dtypes(FP32_GEMM, "cpu", "float32") == {"float32"}

@@ -79,3 +79,27 @@ def test_cli_tune_and_list(tmp_path: Path) -> None:
 
     bad = runner.invoke(app, ["kernels", "tune", "--model", "no_such_arch"])
     assert isinstance(bad.exception, ConfigError)  # flywheel.cli.main prints it as one line, exit 2
+
+
+def test_race_ranks_by_cost_and_a_raising_backend_loses() -> None:
+    """The round-robin race: a backend that does the same work plus a 50 ms sleep ranks behind (its best run cannot
+    beat the sleep, while the reference's best run of a 64x32 SwiGLU is far below it); one that raises gets inf."""
+    import time
+
+    from kernels import registry
+    from kernels.tuner import race
+
+    ref = registry.get("swiglu").fn
+
+    def slow(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.05)
+        return ref(gate, up)
+
+    def boom(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("cannot run these inputs")
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(64, 32, generator=g).requires_grad_(True), torch.randn(64, 32, generator=g).requires_grad_(True))
+    ms = race({"reference": ref, "slow": slow, "boom": boom}, args, {}, "float32", "cpu", repeats=2)
+    assert ms["slow"] >= 50.0 > ms["reference"]
+    assert ms["boom"] == float("inf")
