@@ -312,3 +312,18 @@ def test_fallback_without_bubblewrap(monkeypatch: pytest.MonkeyPatch) -> None:
     strict = Pool(CONFIG.model_copy(update={"isolation": "bwrap"}), workers=1)
     with pytest.raises(SandboxError):
         strict.run(Program(program_id="x", code="print(1)"))
+
+
+def test_two_pools_in_one_process_never_share_a_uid(pool: Pool) -> None:
+    """A process may hold several pools (one per sandbox config). Their programs must run as different uids: a
+    shared uid would let one pool's program signal the other's and pool their RLIMIT_NPROC counts."""
+    other = Pool(CONFIG.model_copy(update={"timeout_s": 9}), workers=1)
+    try:
+        assert not set(pool.uids()) & set(other.uids())
+        code = "import os\nprint(os.getuid())\n"
+        mine, theirs = run(pool, code), run(other, code)
+        if os.geteuid() == 0:  # the uid drop needs root; elsewhere both run as the caller
+            assert int(mine.stdout) in pool.uids() and int(theirs.stdout) in other.uids()
+            assert int(mine.stdout) != int(theirs.stdout)
+    finally:
+        other.close()

@@ -17,6 +17,7 @@ import pytest
 
 from solvers.records import ExecStatus
 from solvers.sandbox import Program, SandboxConfig, run_batch
+from solvers.sandbox.pool import process_uids
 
 GUROBI_LP = """
 import gurobipy as gp
@@ -159,8 +160,8 @@ def test_dead_actor_is_replaced_and_its_programs_retried(cluster) -> None:
     fleet = ray_backend.actors(config, 2)
     victim = fleet.handles[0]
     victim_pid = cluster.get(victim.pid.remote())
-    # Every uid the victim's pools can hand out: a pool process owns 64 (pool.slot_uid, for the actor's pid).
-    victim_uids = {CONFIG.uid_base + (victim_pid % 65536) * 64 + k for k in range(64)}
+    # Every uid the victim's pools can hand out (pool.process_uids, for the actor's pid).
+    victim_uids = set(process_uids(CONFIG, victim_pid))
     seen = []
     for n, execution in enumerate(run_batch(programs, config, workers=2)):
         seen.append(execution)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import itertools
 import os
 import select
 import shutil
@@ -110,13 +111,25 @@ def _world_traversable(path: str) -> bool:
 
 
 SUBSLOTS = 2  # a worker alternates two (uid, cgroup) pairs: the next child is prepared while the last one exits
+MAX_WORKERS = 32  # worker indices per pool: each gets SUBSLOTS uids
+UIDS_PER_POOL = MAX_WORKERS * SUBSLOTS
+POOL_NUMBERS = 64  # uid blocks per process: the pools one process creates take them in turn
+_pool_numbers = itertools.count()
 
 
-def slot_uid(config: SandboxConfig, index: int, sub: int = 0) -> int:
-    """The uid of slot ``index``'s programs (sub-slot ``sub``): distinct per pool process, slot and sub-slot, so
-    that concurrent pools (other processes on the machine) never share a uid, a prepared child never shares one
-    with the previous program's leftovers, and RLIMIT_NPROC counts one program's processes only."""
-    return config.uid_base + (os.getpid() % 65536) * 64 + index * SUBSLOTS + sub
+def slot_uid(config: SandboxConfig, index: int, sub: int = 0, pool: int = 0) -> int:
+    """The uid of slot ``index``'s programs (sub-slot ``sub``) in the process's pool number ``pool``: distinct per
+    pool process, pool, slot and sub-slot, so that concurrent pools (other processes on the machine, or several
+    pools in one process) never share a uid, a prepared child never shares one with the previous program's
+    leftovers, and RLIMIT_NPROC counts one program's processes only."""
+    block = (os.getpid() % 65536) * POOL_NUMBERS + pool % POOL_NUMBERS
+    return config.uid_base + block * UIDS_PER_POOL + index * SUBSLOTS + sub
+
+
+def process_uids(config: SandboxConfig, pid: int) -> range:
+    """Every uid that the pools of process ``pid`` can hand out (to find a dead process's leftovers)."""
+    start = config.uid_base + (pid % 65536) * POOL_NUMBERS * UIDS_PER_POOL
+    return range(start, start + POOL_NUMBERS * UIDS_PER_POOL)
 
 
 def _execution(fields: dict[str, Any]) -> tuple[Execution, bool]:
@@ -139,7 +152,8 @@ def _execution(fields: dict[str, Any]) -> tuple[Execution, bool]:
 class WorkerProcess:
     """One warm worker subprocess and its slot (uid, cgroup)."""
 
-    def __init__(self, config: SandboxConfig, index: int, preload: tuple[str, ...] | None = None) -> None:
+    def __init__(self, config: SandboxConfig, index: int, preload: tuple[str, ...] | None = None,
+                 pool: int = 0) -> None:
         self.config = config
         self.index = index
         self.preload = config.preload if preload is None else preload
@@ -180,7 +194,7 @@ class WorkerProcess:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/tmp", start_new_session=True)
-        slot: dict[str, Any] = {"uids": [slot_uid(config, index, sub) for sub in range(SUBSLOTS)] if drop_uid
+        slot: dict[str, Any] = {"uids": [slot_uid(config, index, sub, pool) for sub in range(SUBSLOTS)] if drop_uid
                                 else None, "licenses": licenses,
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
                                 "cgroups": [{"version": c.version, "dirs": list(c.dirs)} for c in self.cgroups]}
@@ -235,7 +249,6 @@ class WorkerProcess:
 
 
 WORKERS_PER_SLOT = 4  # warm workers kept per unit of concurrency: one per flavour of the recent programs
-MAX_WORKERS = 32  # worker indices: each gets SUBSLOTS uids of the 64 a pool process has
 
 
 class Pool:
@@ -247,6 +260,7 @@ class Pool:
         self.config = config
         self.size = max(1, workers)
         self.max_workers = min(MAX_WORKERS, max(self.size, self.size * WORKERS_PER_SLOT))
+        self.number = next(_pool_numbers) % POOL_NUMBERS  # this pool's uid block within the process
         self._idle: list[WorkerProcess] = []  # least recently used first
         self._lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(self.size)
@@ -278,7 +292,7 @@ class Pool:
             with self._lock:
                 self._free_indices.append(retired.index)
         try:
-            return self._spawner.submit(WorkerProcess, self.config, index, preload).result()
+            return self._spawner.submit(WorkerProcess, self.config, index, preload, self.number).result()
         except BaseException:
             with self._lock:
                 self._free_indices.append(index)
@@ -378,7 +392,7 @@ class Pool:
                 cond.notify_all()
 
     def uids(self) -> list[int]:
-        return [slot_uid(self.config, i, sub) for i in range(self.max_workers) for sub in range(SUBSLOTS)]
+        return [slot_uid(self.config, i, sub, self.number) for i in range(self.max_workers) for sub in range(SUBSLOTS)]
 
     def close(self) -> None:
         self.closed = True

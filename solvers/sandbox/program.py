@@ -60,7 +60,7 @@ class SandboxConfig(BaseModel):
     recycle_after: int = 500  # a worker is replaced after this many programs (or any anomaly)
     retries: int = 2  # sandbox_error (infrastructure) retries
     preload: tuple[str, ...] = DEFAULT_PRELOAD
-    uid_base: int = 100_000  # programs run as uid_base + 64 * (pool pid mod 65536) + slot (root only)
+    uid_base: int = 100_000  # programs run as uid_base + a block per (pool process, pool) + slot (root only; pool.slot_uid)
     backend: Literal["local", "ray"] = "local"  # ray: fan out across a Ray cluster (extra `ray`), see ray_backend.py
     ray_address: str | None = None  # cluster to join (ray.init address); None: RAY_ADDRESS or a local instance
 
