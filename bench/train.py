@@ -239,6 +239,7 @@ def main() -> None:
                      str(work / f"{arm}-{args.dtype}"), "--result", str(files[arm]), "--tokenizer", str(tok_dir),
                      "--kernels-table", args.kernels_table, "--dtype", args.dtype, "--steps", str(args.steps),
                      "--threads", str(args.threads)]
+    load_start = _load()
     _lockstep(cmds, args.steps, args.threads)
     results = {arm: json.loads(files[arm].read_text()) for arm in ARMS}
     summary = {}
@@ -275,7 +276,8 @@ def main() -> None:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpu": cpu_model(), "cores": _cores(), "python": platform.python_version(),
                     "torch": torch.__version__, "transformers": transformers.__version__,
-                    "tokenizers": tokenizers.__version__, "bf16_matmul_hw": _bf16_hw(), "load_avg": _load()},
+                    "tokenizers": tokenizers.__version__, "bf16_matmul_hw": _bf16_hw(), "load_avg_start": load_start,
+                    "load_avg_end": _load()},
         "setup": {"model": "qwen3_moe_tiny", "dtype": args.dtype, "steps": args.steps, "rows": ROWS, "seq_len": SEQ,
                   "kernels_table": args.kernels_table or None, "threads": args.threads,
                   "timing": "arms in lockstep, median step 2..N (best step beside it)"},
