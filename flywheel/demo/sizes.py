@@ -29,12 +29,12 @@ class DemoSize:
     difficulty: int = 1
     api: str = "gurobipy"
     round0_problems: int = 900
-    heldout_problems: int = 30
+    heldout_problems: int = 24
     heldout_seed: int = 90_001  # unseen: the rounds use seeds 0, 1, 2, ...
     tokenizer_vocab: int = 2048  # a larger vocabulary packs the boilerplate code into fewer tokens; digits stay single
     arch: str = "qwen3_tiny"
     model_overrides: dict[str, Any] = field(default_factory=_dense)
-    cpt_steps: int = 60
+    cpt_steps: int = 40
     cpt_seq_len: int = 1024
     sft_steps: int = 160
     sft_seq_len: int = 1024
@@ -44,17 +44,17 @@ class DemoSize:
     eval_every: int = 40
     val_rows: int = 4
     flywheel_rounds: int = 1
-    round_problems: int = 24
+    round_problems: int = 12
     round_samples: int = 2
     round_temperature: float = 0.7
-    retrain_steps: int = 30
+    retrain_steps: int = 20
     max_tokens: int = 900  # the longest reference program of these families is ~700 tokens
     batch_generate: int = 8
-    copy_probe: int = 8  # held-out questions generated from each intermediate SFT checkpoint (copy-rate curve)
-    ablation_sizes: tuple[int, ...] = (48, 96, 192)
-    ablation_steps: int = 20
-    ablation_eval: int = 9  # held-out problems each (a) model writes programs for
-    bench_limit: int = 10
+    copy_probe: int = 6  # held-out questions generated from each intermediate SFT checkpoint (copy-rate curve)
+    ablation_sizes: tuple[int, ...] = (30, 60, 120)
+    ablation_steps: int = 10
+    ablation_eval: int = 6  # held-out problems each (a) model writes programs for
+    bench_limit: int = 5
     workers: int = 2
     # torch threads per process. Measured on the shared 2-core machine at load ~15: one forward+backward of the
     # demo MoE on 2 x 512 tokens took 38-58 s with 2 threads (OpenMP threads spinning against other processes) and
