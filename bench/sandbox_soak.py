@@ -20,7 +20,9 @@ nothing is in flight, so every checkpoint reads exact figures rather than whatev
   the next program; at most one per worker) and strays (anything else: what outlived its program);
 - the pool's cgroup directories (``flywheel-<parent pid>-*``).
 
-After the last batch the pool is closed and the tree, the program uids and the cgroup directories must be empty.
+A checkpoint waits (up to 5 s) for the teardown of the batch's last programs, which the pool finishes after
+handing their results back; what the instant of the batch's end showed is recorded beside it. After the last batch
+the pool is closed and the tree, the program uids and the cgroup directories must be empty.
 
 Flatness criterion (asserted; a leak of ~0.5 KB per program fails the RSS bound over 10,000 programs): parent RSS
 from the first checkpoint to the last grows by at most 5 MB; open fds, tree processes, live workers and cgroup
@@ -52,6 +54,7 @@ from solvers.sandbox import Program, SandboxConfig, close_pools, default_workers
 from solvers.sandbox.pool import shared_pool  # noqa: E402
 
 RSS_GROWTH_MAX_MB = 5.0
+SETTLE_MAX_S = 5.0  # the pool's own teardown (kill the cgroup, reap) takes milliseconds; 5 s is far beyond it
 
 GRB = "import gurobipy as gp\nm = gp.Model(); m.Params.OutputFlag = 0\n"
 # kind -> (weight per mille, code or None for bench/sandbox.py's program of that solver kind, expected statuses).
@@ -182,6 +185,27 @@ def sample(uids: set[int], done: int, wall_s: float) -> dict:
             "cgroup_dirs": _cgroup_dirs(f"flywheel-{me}-")}
 
 
+def _teardown_pending(c: dict) -> bool:
+    return bool(c["zombies"] or c["stray_program_processes"] or c["prepared_children"] > c["workers"])
+
+
+def settled_sample(uids: set[int], done: int, wall_s: float) -> dict:
+    """A checkpoint once the last programs' teardown is over. The pool hands a result back as soon as the program
+    reported (its exit and reaping finish off the result's path), so a checkpoint taken the instant a batch ends
+    may still see the last program's processes on their way out. Re-sampled every 0.1 s for up to
+    ``SETTLE_MAX_S``; what the first look saw is kept (``at_batch_end``) beside how long settling took."""
+    first = c = sample(uids, done, wall_s)
+    t0 = time.perf_counter()
+    while _teardown_pending(c) and time.perf_counter() - t0 < SETTLE_MAX_S:
+        time.sleep(0.1)
+        c = sample(uids, done, wall_s)
+    c["settle_s"] = round(time.perf_counter() - t0, 2)
+    if c is not first:
+        c["at_batch_end"] = {k: first[k] for k in ("tree_processes", "zombies", "prepared_children",
+                                                    "stray_program_processes")}
+    return c
+
+
 def flatness(checkpoints: list[dict], after_close: dict) -> list[str]:
     """The criterion of the module docstring; returns the violations (empty: flat)."""
     bad = []
@@ -229,7 +253,7 @@ def main() -> None:
     checkpoints: list[dict] = []
     print(f"soak: {args.programs} programs, {workers} workers, checkpoint every {args.every}")
     print(f"{'programs':>8} {'wall s':>7} {'rss MB':>7} {'fds':>4} {'tree':>5} {'workers':>7} {'zombies':>7} "
-          f"{'prepared':>8} {'stray':>5} {'cgroups':>7}")
+          f"{'prepared':>8} {'stray':>5} {'cgroups':>7} {'settle s':>8}")
     stream = corpus(args.programs)
     t0 = time.perf_counter()
     done = 0
@@ -243,11 +267,11 @@ def main() -> None:
             if status not in KINDS[kind][2]:
                 unexpected[f"{kind}:{status}"] += 1
         done += len(batch)
-        c = sample(uids, done, time.perf_counter() - t0)
+        c = settled_sample(uids, done, time.perf_counter() - t0)
         checkpoints.append(c)
         print(f"{c['programs']:>8} {c['wall_s']:>7.1f} {c['rss_mb']:>7.1f} {c['open_fds']:>4} {c['tree_processes']:>5} "
               f"{c['workers']:>7} {c['zombies']:>7} {c['prepared_children']:>8} {c['stray_program_processes']:>5} "
-              f"{c['cgroup_dirs']:>7}", flush=True)
+              f"{c['cgroup_dirs']:>7} {c['settle_s']:>8.2f}", flush=True)
     wall = time.perf_counter() - t0
     close_pools()
     time.sleep(1.0)  # closed workers' teardown (cgroup removal, reaping) is synchronous; this is only slack
@@ -255,6 +279,8 @@ def main() -> None:
     violations = flatness(checkpoints, after)
     print(f"after close: tree {after['tree_processes']}, zombies {after['zombies']}, program-uid processes "
           f"{after['prepared_children'] + after['stray_program_processes']}, cgroup dirs {after['cgroup_dirs']}")
+    settling = [c["programs"] for c in checkpoints if "at_batch_end" in c]
+    print(f"checkpoints that waited for the last programs' teardown: {settling or 'none'}")
     print(f"{done} programs in {wall:.0f} s ({done / wall:.1f} programs/s); statuses: {dict(statuses.most_common())}")
     if unexpected:
         print(f"statuses outside a kind's expected set (load-dependent timeouts, for instance): {dict(unexpected)}")
