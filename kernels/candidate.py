@@ -8,22 +8,33 @@ are timed, and prints one JSON line. A crash, a hang (timeout) or a wrong answer
 
 A winning candidate is named ``file:<stem>`` in the table, whose ``meta.candidate_files`` keeps the file's path;
 ``register_files`` registers those backends again when the table is applied.
+
+``LLMWriter`` asks a policy (any spec ``flywheel run-round --policy`` takes, through the same backends, response cache
+and code extraction) for candidates: ``prompt(op)`` goes out, the reply's Python block is written as a candidate file
+with its provenance in a header comment, and from there it is raced like any other file. A reply that yields no
+usable file (no reply, no code, no ``OP`` / ``candidate``, the wrong op) is a ``Rejected`` with the reason.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kernels import registry
+
+if TYPE_CHECKING:
+    from flywheel.config import PolicySection
+    from flywheel.policies.backends.base import Backend
 
 TIMEOUT_S = 600
 
@@ -55,15 +66,133 @@ def prompt(op: str) -> str:
     """What an LLM is given to write a candidate: the reference source and the contract."""
     src = inspect.getsource(registry.get(op).fn)
     return (f"Write a faster PyTorch implementation of the op `{op}`. Same signature, same numerics (forward and "
-            f"gradients), no caching of results between calls. Reply with a Python file defining OP = {op!r} and a "
-            f"function `candidate` with this signature.\n\nReference:\n{src}")
+            f"gradients), no caching of results between calls. Reply with one self-contained Python file (it imports "
+            f"what it uses) in a ```python block, defining OP = {op!r} and a function `candidate` with this "
+            f"signature.\n\nReference:\n{src}")
+
+
+def declared_op(code: str) -> str | None:
+    """The string a module-level ``OP = "..."`` assigns, or None (also when the code does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "OP" for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
+    return None
 
 
 def op_of(path: str | Path) -> str:
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("OP ="):
-            return line.split("=", 1)[1].strip().strip("\"'")
-    raise ValueError(f"{path}: no OP = ... line")
+    op = declared_op(Path(path).read_text())
+    if op is None:
+        raise ValueError(f"{path}: no OP = ... line")
+    return op
+
+
+def check_source(code: str, op: str) -> str:
+    """Why ``code`` is not a candidate file for ``op`` ('' when it is one). Only the shape of the file is checked
+    here; whether it imports, runs and is right is for the child process."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError) as exc:
+        return f"code does not parse: {exc}"
+    declared = declared_op(code)
+    if declared is None:
+        return "code defines no OP = \"<op>\""
+    if declared != op:
+        return f"code declares OP = {declared!r}, asked for {op!r}"
+    defines = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    defines |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    if "candidate" not in defines:
+        return "code defines no function `candidate`"
+    return ""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An LLM reply that did not become a candidate file; raced as a failed candidate named ``name``."""
+
+    op: str
+    name: str
+    reason: str
+
+
+@dataclass
+class Written:
+    files: list[str] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    requests_sent: int = 0
+    cache_hits: int = 0
+
+    def meta(self, spec: str) -> dict[str, Any]:
+        return {"spec": spec, "files": self.files, "requests_sent": self.requests_sent,
+                "cache_hits": self.cache_hits,
+                "rejected": [{"op": r.op, "name": r.name, "reason": r.reason} for r in self.rejected]}
+
+
+@dataclass
+class LLMWriter:
+    """Writes ``k`` candidate files per op into ``folder`` from policy ``spec``; ``top`` is how many of the
+    profile's most expensive ops to ask about. Replies go through the policy response cache (``cache_dir``,
+    default ``folder``), so a re-run of the tuner asks nothing already answered."""
+
+    spec: str
+    folder: Path
+    k: int = 1
+    top: int = 3
+    temperature: float = 0.7
+    cache_dir: Path | None = None
+    settings: PolicySection | None = None
+    backend: Backend | None = None
+
+    def __call__(self, ops: list[str]) -> Written:
+        from flywheel.config import PolicySection
+        from flywheel.policies.backends.base import ChatRequest, Completion, make_backend
+        from flywheel.policies.cache import fingerprint
+        from flywheel.policies.extract import extract_code
+        from flywheel.policies.run import PolicyRun, ask, sample_seed
+        from solvers.records import content_hash
+
+        settings = self.settings or PolicySection()
+        backend = self.backend or make_backend(self.spec, settings)
+        sampling = {"temperature": self.temperature, "top_p": settings.top_p, "max_tokens": settings.max_tokens}
+        jobs: list[tuple[str, int, str, ChatRequest]] = []
+        for op in ops:
+            text = prompt(op)
+            prompt_hash = content_hash(text, 64)
+            for n in range(self.k):
+                key = fingerprint(**backend.identity, purpose="kernel_candidate", prompt_hash=prompt_hash,
+                                  sampling=sampling, op=op, sample_index=n)
+                jobs.append((op, n, prompt_hash, ChatRequest(
+                    key=key, messages=({"role": "user", "content": text},), temperature=self.temperature,
+                    top_p=settings.top_p, max_tokens=settings.max_tokens, seed=sample_seed(f"kernels/{op}", n))))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        run = PolicyRun()
+        outcomes = ask(backend, [j[3] for j in jobs], self.cache_dir or self.folder, run, spec=self.spec)
+        out = Written(requests_sent=run.requests_sent, cache_hits=run.cache_hits)
+        for op, n, prompt_hash, req in jobs:
+            stem = f"{op}-{n}"
+            outcome = outcomes.get(req.key)
+            if not isinstance(outcome, Completion):
+                why = f"{outcome.kind}: {outcome.message}" if outcome is not None else "backend returned nothing"
+                out.rejected.append(Rejected(op, f"llm:{stem}", f"no reply ({why})"))
+                continue
+            (self.folder / f"{stem}.reply.md").write_text(outcome.text)
+            code = extract_code(outcome.text)
+            reason = check_source(code, op) if code else "reply holds no code"
+            if reason:
+                out.rejected.append(Rejected(op, f"llm:{stem}", reason))
+                continue
+            header = (f"# Kernel candidate for {op!r}, written by an LLM for `flywheel kernels tune`.\n"
+                      f"# policy: {self.spec}\n# model: {backend.spec.model}\n# prompt_sha256: {prompt_hash}\n"
+                      f"# request: {req.key}\n# sample: {n} (temperature {self.temperature:g})\n"
+                      f"# finish_reason: {outcome.finish_reason}\n\n")
+            path = self.folder / f"{stem}.py"
+            path.write_text(header + code)
+            out.files.append(str(path.resolve()))
+        return out
 
 
 def evaluate(path: str | Path, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,

@@ -5,7 +5,7 @@ shapes, keep the fastest *correct* one, write the tuning table, and show the ste
    ``kernels::<op>`` profiler range and its first inputs per (op, shape, dtype) are kept; one training step (forward,
    loss, backward, AdamW) runs under ``torch.profiler``; ops are ranked by total CPU time.
 2. For each op and shape: every backend registered for the device (plus candidate files, run in a separate process
-   by ``kernels.candidate``) is checked by ``kernels.verify`` on the captured, random and adversarial inputs, then
+   by ``kernels.candidate``, including those an LLM wrote for the top-ranked ops) is checked by ``kernels.verify`` on the captured, random and adversarial inputs, then
    raced (forward + backward, best of repeats). The race is round-robin: each round runs every correct backend
    once, in a rotating order, so a burst of load from other processes on a shared machine hits all candidates
    alike instead of deciding the winner. Float inputs are perturbed in place before every timed run so a backend
@@ -253,6 +253,15 @@ def file_candidates(paths: list[str]) -> list[Callable[..., Candidate]]:
     return [make(p) for p in paths]
 
 
+def rejected_candidates(rejected: list[Any]) -> list[Callable[..., Candidate]]:
+    """``tune_op`` extras reporting LLM replies that never became a file (``kernels.candidate.Rejected``)."""
+    def make(r: Any) -> Callable[..., Candidate]:
+        def run_one(op: str, *_: Any) -> Candidate | None:
+            return Candidate(r.name, False, detail=r.reason) if op == r.op else None
+        return run_one
+    return [make(r) for r in rejected]
+
+
 def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> TuningTable:
     entries = []
     for r in results:
@@ -266,12 +275,22 @@ def build_table(results: list[OpResult], device: str, meta: dict[str, Any]) -> T
 def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, repeats: int = 5,
          step_repeats: int = 3, ops: set[str] | None = None, out: Path | None = None,
          candidate_files: list[str] | None = None, skip: set[str] | None = None,
-         progress: Callable[[str], None] = lambda s: None) -> tuple[TuningTable, list[OpResult], dict[str, float]]:
-    """The whole loop; returns the table, the per-op results and {"before_s", "after_s"} step times."""
-    extra = file_candidates(candidate_files or [])
+         progress: Callable[[str], None] = lambda s: None,
+         llm: Any = None) -> tuple[TuningTable, list[OpResult], dict[str, float]]:
+    """The whole loop; returns the table, the per-op results and {"before_s", "after_s"} step times. ``llm`` (a
+    ``kernels.candidate.LLMWriter``) writes candidate files for its ``top`` most expensive profiled ops."""
     progress("profiling one training step")
     profile, captured = profile_ops(model, batch, dtype, device)
     ranked = sorted(captured, key=lambda k: -profile.get(k[0], 0.0))
+    llm_meta: dict[str, Any] = {}
+    rejected: list[Any] = []
+    if llm is not None:
+        top = list(dict.fromkeys(op for op, _, _ in ranked if not ops or op in ops))[:llm.top]
+        progress(f"asking {llm.spec} for candidates of {', '.join(top)}")
+        written = llm(top)
+        candidate_files = [*(candidate_files or []), *written.files]
+        rejected, llm_meta = written.rejected, written.meta(llm.spec)
+    extra = file_candidates(candidate_files or []) + rejected_candidates(rejected)
     results = []
     for op, shape, dt in ranked:
         if ops and op not in ops:
@@ -281,7 +300,8 @@ def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, r
         results.append(tune_op(op, shape, dt, device, args, kwargs, repeats, profile.get(op, 0.0), extra, skip))
     files = {f"file:{Path(p).stem}": str(Path(p).resolve()) for p in candidate_files or []}
     table = build_table(results, device, {"dtype": dtype, "batch": list(batch.shape), "profile_ms": profile,
-                                          "torch": torch.__version__, "candidate_files": files})
+                                          "torch": torch.__version__, "candidate_files": files,
+                                          **({"llm": llm_meta} if llm_meta else {})})
     winners = {e.backend for e in table.entries}
     if any(name in winners for name in files):
         from kernels.candidate import register_files

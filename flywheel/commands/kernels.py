@@ -66,13 +66,21 @@ def register(app: typer.Typer) -> None:
         op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
         candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
         skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
+        llm: str | None = typer.Option(None, "--llm", help="policy spec (openai:MODEL@URL | hf:PATH | vllm:PATH) "
+                                       "that writes candidate files into <out>.candidates/"),
+        llm_candidates: int = typer.Option(1, "--llm-candidates", min=1, help="candidates asked per op"),
+        llm_top: int = typer.Option(3, "--llm-top", min=1, help="ask for the profile's N most expensive ops"),
+        llm_temperature: float = typer.Option(0.7, "--llm-temperature", min=0.0),
+        config: Path | None = typer.Option(None, "--config", help="TOML config (its [policy] section, for --llm)"),
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
         """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
         import torch
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
+        from flywheel.config import load_config
         from kernels import registry
+        from kernels.candidate import LLMWriter
         from kernels.tuner import tune
         from training.device import get_device
 
@@ -82,6 +90,14 @@ def register(app: typer.Typer) -> None:
         for c in candidate:
             if not c.is_file():
                 raise ConfigError("candidate file not found", culprit=str(c))
+        writer = None
+        if llm:
+            from flywheel.policies.backends.base import make_backend
+
+            settings = load_config(config).policy
+            backend = make_backend(llm, settings)  # a bad spec fails here, before the profile
+            writer = LLMWriter(llm, out.parent / f"{out.name}.candidates", k=llm_candidates, top=llm_top,
+                               temperature=llm_temperature, settings=settings, backend=backend)
         m = _model(model, vocab).to(dev.torch_device(0))
         g = torch.Generator().manual_seed(0)
         batch = torch.randint(0, m.config.vocab_size, (rows, seq), generator=g).to(dev.torch_device(0))
@@ -89,7 +105,7 @@ def register(app: typer.Typer) -> None:
             task = prog.add_task("tuning")
             table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
                                          out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
-                                         progress=lambda s: prog.update(task, description=s))
+                                         progress=lambda s: prog.update(task, description=s), llm=writer)
         out_rows = []
         for r in results:
             ref = next(c for c in r.candidates if c.backend == "reference")
@@ -98,11 +114,17 @@ def register(app: typer.Typer) -> None:
                                  "backend": c.backend, "ok": c.ok, "ms": c.ms, "speedup": ref.ms / c.ms if c.ok
                                  else None, "max_error": c.max_error, "winner": c.backend == r.winner,
                                  "detail": c.detail})
+        llm_meta = table.meta.get("llm")
         if fmt == "json":
-            typer.echo(json.dumps({"table": str(out), "candidates": out_rows, **steps}, indent=2, default=str))
+            typer.echo(json.dumps({"table": str(out), "candidates": out_rows, **steps,
+                                   **({"llm": llm_meta} if llm_meta else {})}, indent=2, default=str))
             return
         _print(out_rows, ["op", "shape", "dtype", "backend", "ok", "ms", "speedup", "winner", "detail"],
                "candidates (fastest correct wins)", fmt)
+        if llm_meta:
+            typer.echo(f"LLM {llm}: {len(llm_meta['files'])} candidate file(s) written to {out}.candidates, "
+                       f"{len(llm_meta['rejected'])} repl(ies) rejected; {llm_meta['requests_sent']} request(s) "
+                       f"sent, {llm_meta['cache_hits']} cached")
         typer.echo(f"step time: before {steps['before_s']:.3f} s, after {steps['after_s']:.3f} s "
                    f"({steps['before_s'] / steps['after_s']:.2f}x); table written to {out}")
 
