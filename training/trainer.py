@@ -8,7 +8,9 @@ world size or accumulation: a 2-process run and a 1-process run compute the same
 
 Checkpoints (``checkpoints/step-N/``) are HF folders (safetensors, config, generation config, tokenizer) plus
 ``trainer_state.pt`` (optimizer, scheduler, data cursor, step) so a resumed run continues the same loss curve;
-``final`` is a symlink to the last one.
+``final`` is a symlink to the last one. Weights and optimizer state are saved unsharded and keyed by parameter name
+(``torch.distributed.checkpoint.state_dict`` full state dicts, for one process as for N), so a checkpoint written by
+N FSDP2 ranks resumes on M, and resuming at the same world size repeats the uninterrupted run bit for bit on CPU.
 """
 
 from __future__ import annotations
@@ -309,22 +311,12 @@ class Trainer:
 
     # ---- checkpoints ---------------------------------------------------------------------------------------------
     def save(self) -> Path:
+        """Write ``checkpoints/step-N``; every rank takes part (FSDP2 gathers the full state), rank 0 writes."""
         path = self.out / "checkpoints" / f"step-{self.step}"
-        if self.world.distributed:
-            from torch.distributed.checkpoint.state_dict import (
-                StateDictOptions,
-                get_model_state_dict,
-                get_optimizer_state_dict,
-            )
-
-            opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-            model_sd = get_model_state_dict(self.model, options=opts)
-            optim_sd = get_optimizer_state_dict(self.model, self.optimizer, options=opts)
-        else:
-            model_sd, optim_sd = None, self.optimizer.state_dict()
+        model_sd, optim_sd = self._full_state()
         if self.world.main:
             path.mkdir(parents=True, exist_ok=True)
-            self.model.save_pretrained(path, state_dict=model_sd, safe_serialization=True)
+            self._raw().save_pretrained(path, state_dict=model_sd, safe_serialization=True)
             self.tokenizer.save_pretrained(path)
             torch.save({"step": self.step, "optimizer": optim_sd, "scheduler": self.scheduler.state_dict(),
                         "data": self.mixture.state_dict(), "recipe": self.recipe.model_dump(mode="json"),
@@ -333,15 +325,34 @@ class Trainer:
             torch.distributed.barrier()
         return path
 
-    def _load_state(self, ckpt: Path) -> None:
-        state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
-        if self.world.distributed:
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+    def _full_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Unsharded model and optimizer state dicts, keyed by parameter name whatever the world size.
 
-            set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
-                                     options=StateDictOptions(full_state_dict=True))
-        else:
-            self.optimizer.load_state_dict(state["optimizer"])
+        ``get_*_state_dict`` with ``full_state_dict`` all-gathers FSDP2's DTensor shards (a collective: every rank
+        calls it) and, with ``cpu_offload``, keeps the result on rank 0 only (other ranks get empty dicts). The same
+        helpers on an unsharded model give the same format, so a checkpoint from N processes resumes in M.
+        """
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        return (get_model_state_dict(self.model, options=opts),
+                get_optimizer_state_dict(self.model, self.optimizer, options=opts))
+
+    def _load_state(self, ckpt: Path) -> None:
+        """Optimizer, scheduler, data cursor and step from ``trainer_state.pt`` (the weights came with the model).
+
+        Every rank reads the full, name-keyed optimizer state; ``set_optimizer_state_dict`` keeps each rank's shard
+        of it (on one process it is a plain load by name).
+        """
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
+        set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
+                                 options=StateDictOptions(full_state_dict=True))
         self.scheduler.load_state_dict(state["scheduler"])
         self.mixture.load_state_dict(state["data"])
         self.step = int(state["step"])
