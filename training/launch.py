@@ -39,10 +39,11 @@ def launch(recipe: RecipeConfig, out: Path, device: str = "cpu", nproc: int = 1,
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
            "-m", "training.launch", str(spec), str(out), device, resume or ""]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    summary_path = out / "summary.json"
+    summary_path.unlink(missing_ok=True)  # a resumed run reuses its folder: never report the previous run's summary
     proc = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parents[1])
     if proc.returncode != 0:
         raise FlywheelError(f"torchrun exited with {proc.returncode}", culprit=" ".join(cmd[:6]))
-    summary_path = out / "summary.json"
     return json.loads(summary_path.read_text()) if summary_path.is_file() else {}
 
 
