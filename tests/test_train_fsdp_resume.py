@@ -1,7 +1,8 @@
 """Resuming a 2-process gloo FSDP2 run: the same loss curve, optimizer and data position, a loadable HF checkpoint.
 
 Reuses the tiny shards and recipe helper of ``test_train_run``. Each ``launch(..., nproc=2)`` starts torchrun with
-two CPU ranks; the whole module is three short runs (4 steps, 2 resumed steps at 2 ranks, 2 resumed steps at 1).
+two CPU ranks. Four short runs: 4 steps at 2 ranks, then the last 2 steps resumed at 2 ranks, at 1 rank, and at 1
+rank from an index-keyed (pre-name-key) checkpoint.
 """
 
 from __future__ import annotations
@@ -102,6 +103,23 @@ def test_two_process_fsdp2_resume_reproduces_the_uninterrupted_run(shards, tmp_p
     # differs, which moves the losses by ~1e-7 relative (as in test_fsdp2_two_processes_match_one_process).
     assert [one[s] for s in (3, 4)] == pytest.approx([want[s] for s in (3, 4)], rel=1e-5)
     _assert_close_optimizer(a["optimizer"], _state(one_dir / "final")["optimizer"])
+
+    # A 1-process checkpoint from before name keys (``optimizer.state_dict()``: parameters by index) still resumes
+    # on one process, to the same bits as the name-keyed load of the same values.
+    legacy_dir = tmp_path / "legacy"
+    shutil.copytree(resumed_dir, legacy_dir, symlinks=True)
+    shutil.rmtree(legacy_dir / "checkpoints" / "step-4")
+    ckpt = legacy_dir / "checkpoints" / "step-2"
+    state = _state(ckpt)
+    order = [name for group in state["optimizer"]["param_groups"] for name in group["params"]]
+    index = {name: i for i, name in enumerate(order)}
+    state["optimizer"] = {"state": {index[n]: s for n, s in state["optimizer"]["state"].items()},
+                          "param_groups": [{**g, "params": [index[n] for n in g["params"]]}
+                                           for g in state["optimizer"]["param_groups"]]}
+    torch.save(state, ckpt / STATE_FILE)
+    run(recipe, legacy_dir, resume=str(ckpt))
+    legacy = _losses(legacy_dir)
+    assert [legacy[s] for s in (3, 4)] == [one[s] for s in (3, 4)]
 
 
 def _assert_close_optimizer(a: dict, b: dict) -> None:

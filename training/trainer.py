@@ -351,8 +351,16 @@ class Trainer:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
         state = torch.load(ckpt / STATE_FILE, map_location="cpu", weights_only=False)
-        set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
-                                 options=StateDictOptions(full_state_dict=True))
+        optim = state["optimizer"]
+        if any(isinstance(k, int) for k in optim["state"]):
+            # Written by a 1-process run before checkpoints were name-keyed: indices only mean something to an
+            # optimizer over the same unsharded parameters.
+            if self.world.distributed:
+                raise ConfigError("this checkpoint's optimizer state is keyed by parameter index (an older "
+                                  "1-process checkpoint): resume it with one process", culprit=str(ckpt))
+            self.optimizer.load_state_dict(optim)
+        else:
+            set_optimizer_state_dict(self.model, self.optimizer, optim, options=StateDictOptions(full_state_dict=True))
         self.scheduler.load_state_dict(state["scheduler"])
         self.mixture.load_state_dict(state["data"])
         self.step = int(state["step"])
