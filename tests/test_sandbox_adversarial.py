@@ -327,3 +327,25 @@ def test_two_pools_in_one_process_never_share_a_uid(pool: Pool) -> None:
             assert int(mine.stdout) != int(theirs.stdout)
     finally:
         other.close()
+
+
+def test_worker_that_dies_before_its_handshake_is_a_sandbox_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When bubblewrap exits at once, the first write to the new worker can hit a closed pipe (a race seen in ~2% of
+    such starts). That is infrastructure: the program gets sandbox_error, and nothing raises out of the pool."""
+    from solvers.sandbox import pool as pool_mod
+
+    real_write = pool_mod.write_msg
+
+    def broken_handshake(fd: int, message: dict) -> None:
+        if "slot" in message:  # the hello a new worker gets
+            raise BrokenPipeError(32, "Broken pipe")
+        real_write(fd, message)
+
+    monkeypatch.setattr(pool_mod, "write_msg", broken_handshake)
+    p = Pool(CONFIG.model_copy(update={"retries": 1}), workers=1)
+    try:
+        e = p.run(Program(program_id="early-death", code=GOOD))
+    finally:
+        p.close()
+    assert e.status == ExecStatus.SANDBOX_ERROR
+    assert "failed to start" in (e.error or "")

@@ -199,8 +199,12 @@ class WorkerProcess:
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
                                 "cgroups": [{"version": c.version, "dirs": list(c.dirs)} for c in self.cgroups]}
         hello = {"config": config.model_copy(update={"preload": self.preload}).model_dump(mode="json"), "slot": slot}
-        write_msg(self.proc.stdin.fileno(), hello)
-        ready = self._read(READY_TIMEOUT_S)
+        try:
+            write_msg(self.proc.stdin.fileno(), hello)
+        except OSError:  # bubblewrap exited at once (e.g. a licence file to mount that is missing): no worker
+            ready = None
+        else:
+            ready = self._read(READY_TIMEOUT_S)
         if ready is None or ready.get("type") != "ready":
             self.close()
             raise RuntimeError("sandbox worker failed to start")
