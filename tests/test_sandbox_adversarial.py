@@ -349,3 +349,27 @@ def test_worker_that_dies_before_its_handshake_is_a_sandbox_error(monkeypatch: p
         p.close()
     assert e.status == ExecStatus.SANDBOX_ERROR
     assert "failed to start" in (e.error or "")
+
+
+def test_slot_cgroups_of_a_dead_pool_process_are_swept() -> None:
+    """A pool process killed with SIGKILL cannot remove its slot cgroups; the next pool sweeps the empty ones whose
+    process is gone, and leaves a live process's slots alone."""
+    import subprocess
+
+    from solvers.sandbox import cgroups
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = cgroups.create_slot(f"flywheel-{dead.pid}-w0-test-0", 64, 8)
+    if orphan is None:
+        pytest.skip("cgroups are not writable here")
+    live = cgroups.create_slot(f"flywheel-{os.getpid()}-w0-test-0", 64, 8)
+    assert live is not None
+    try:
+        removed = cgroups.sweep_orphans()
+        assert set(orphan.dirs) <= set(removed)
+        assert not any(os.path.exists(d) for d in orphan.dirs)
+        assert all(os.path.isdir(d) for d in live.dirs)
+    finally:
+        live.remove()
+        orphan.remove()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -117,6 +118,34 @@ def create_slot(name: str, memory_mb: int, max_pids: int) -> SlotCgroup | None:
     except OSError:
         return None
     return None
+
+
+_SLOT_NAME = re.compile(r"^flywheel-(\d+)-")
+
+
+def _parents() -> list[str]:
+    """The directories that hold this process's slot cgroups (where create_slot makes them)."""
+    if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):
+        return [os.path.join(ROOT, (_own_path("") or "/").lstrip("/"))]
+    return [os.path.join(ROOT, c) + (_own_path(c) or "/") for c in ("memory", "pids")]
+
+
+def sweep_orphans() -> list[str]:
+    """Remove the empty slot cgroups of pool processes that died without cleaning up (SIGKILL, a killed Ray
+    actor): a slot's name starts with its pool process's pid, so a slot whose process is gone is an orphan. A
+    non-empty one is left alone (rmdir refuses it anyway). Returns what was removed."""
+    removed = []
+    for parent in _parents():
+        with contextlib.suppress(OSError):
+            for name in os.listdir(parent):
+                m = _SLOT_NAME.match(name)
+                if m is None or os.path.exists(f"/proc/{m.group(1)}"):
+                    continue
+                path = os.path.join(parent, name)
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+                    removed.append(path)
+    return removed
 
 
 def _write(path: str, value: str) -> None:

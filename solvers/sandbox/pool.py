@@ -265,6 +265,8 @@ class Pool:
         self.size = max(1, workers)
         self.max_workers = min(MAX_WORKERS, max(self.size, self.size * WORKERS_PER_SLOT))
         self.number = next(_pool_numbers) % POOL_NUMBERS  # this pool's uid block within the process
+        if self.number == 0:  # once per process: slots that dead pool processes left behind
+            cgroups.sweep_orphans()
         self._idle: list[WorkerProcess] = []  # least recently used first
         self._lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(self.size)
