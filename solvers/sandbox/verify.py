@@ -19,6 +19,7 @@ Cost: one MPS parse by HiGHS plus O(nonzeros) numpy per checked record; models o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -219,7 +220,5 @@ def _read(mps: str) -> Any:
     except Exception:  # a model HiGHS cannot take: unverified, not tampered
         return None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
