@@ -248,7 +248,11 @@ def test_verify_solves_checks_a_real_record_against_its_own_model(pool: Pool) ->
     no_model = verify_solves([record | {"model_mps": None, "objective": 42.0}])
     assert no_model.skipped == 1 and not no_model.problems  # export off: unverifiable, not accused
     assert verify_solves([record | {"model_mps": None}], models_expected=True).problems  # export on: forged
-    assert not verify_solves([record | {"api": "ortools", "model_mps": None}], models_expected=True).problems
+    # a hook whose capture writes no model (MathOpt) is not accused; OR-Tools' linear solver always exports one
+    assert not verify_solves([record | {"api": "ortools", "model_mps": None, "verify": {"kind": "ortools.mathopt"}}],
+                             models_expected=True).problems
+    assert verify_solves([record | {"api": "ortools", "model_mps": None, "verify": {"kind": "ortools.linear_solver"}}],
+                         models_expected=True).problems
     assert verify_solves([{"status": "optimal", "objective": 42.0}]).problems  # not a record the capture built
 
 

@@ -49,15 +49,16 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
     solves = [m.get("record") for m in obs.messages if m.get("type") == "solve"]
     done = next((m for m in obs.messages if m.get("type") == "done"), None)
     ready = any(m.get("type") == "ready" for m in obs.messages)
+    # Defence outside the program's process: a claimed result must agree with its own captured model. Run first, also
+    # for executions found tampered below: it removes the capture's check data from every record.
+    verdict = verify_solves(solves, obs.models_expected)
+    obs.notes.append(verdict.note())
     if obs.channel_error:
         return ExecStatus.TAMPERED, obs.channel_error
     # The child reports an introspection attempt the moment it happens (a program cannot take that frame back).
     alarms = [str(m.get("why", "")) for m in obs.messages if m.get("type") == "tamper"]
     if alarms or (done is not None and done.get("tamper")):
         return ExecStatus.TAMPERED, "; ".join(alarms + [str(t) for t in (done or {}).get("tamper") or []])[:500]
-    # Defence outside the program's process: a claimed solution must agree with its own exported model.
-    verdict = verify_solves(solves, obs.models_expected)
-    obs.notes.append(f"verified {verdict.checked} solve(s), {verdict.skipped} unverifiable")
     if verdict.problems:
         return ExecStatus.TAMPERED, ("captured solve contradicts its own model: " + "; ".join(verdict.problems))[:500]
     if obs.timed_out:

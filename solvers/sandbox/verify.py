@@ -1,29 +1,64 @@
-"""Check each captured solve against its own exported model, outside the program's process.
+"""Check each captured solve against its own captured model, outside the program's process.
 
 Why: the capture runs inside the program's interpreter, and anything in that address space (the channel's signing
 key included) can in principle be reached by the program. So the trusted side (the pool's parent, where results are
-classified) does not take a record's numbers on faith: for every solve that claims a solution and carries its MPS
-model, it re-reads the model with HiGHS's own MPS reader and recomputes, from the captured solution, the objective (c·x + constant) and the solution's feasibility
-(variable bounds, row bounds, integrality). A claimed result whose numbers disagree with its own model is not
-believed: the execution becomes ``tampered``. Typical forgeries it catches: a solver object whose ``ObjVal`` is
-overridden, a poisoned describer, a fake point reported for a real model.
+classified) does not take a record's numbers on faith. What it checks, per record:
+
+- **A claimed solution with an MPS model** (gurobipy, highspy, coptpy, docplex, pulp, OR-Tools' linear solver,
+  linear pyomo): the model is re-read with HiGHS's own MPS reader, and the captured solution must reproduce the
+  claimed objective (c·x + constant) and satisfy the variable bounds, row bounds and integrality (``check_record``).
+- **A claimed CP-SAT solution**: the capture sends a compact form of the ``CpModelProto`` (variable domains, linear
+  constraints with their enforcement literals, the Boolean constraints, all_different, lin_max, int_prod/div/mod,
+  interval and element constraints, the objective with its offset and scaling) as plain JSON; ``check_cp`` checks the
+  captured point against it in exact integer arithmetic, without OR-Tools. The other CP-SAT constraints (no_overlap,
+  cumulative, circuit, routes, table, automaton, inverse, reservoir, ...) are counted and left unchecked: such a solve
+  is *partially* verified, never ``tampered`` for what was not checked.
+- **A claimed "infeasible" / "unbounded" / "infeasible or unbounded"** with a small plain MPS model
+  (``MAX_RESOLVE_MPS_CHARS``, only the sections HiGHS reads completely): HiGHS re-solves it under
+  ``RESOLVE_TIME_S``. "Infeasible" is refuted only by a point that HiGHS finds and this module re-checks to
+  ``TIGHT_TOL`` (integers rounded first); "unbounded" / "infeasible or unbounded" only by a HiGHS optimum at such a
+  point, with the objective sense agreeing with the record and no number large enough (``HUGE``) for two solvers to
+  disagree on whether it is infinite. Time limits, numerical trouble, a point that does not pass the tight re-check:
+  all doubtful, never ``tampered``.
+- **Models the capture always sends**: with MPS capture on, a record that claims a solution must carry its model
+  when its capture always produces one: the MPS of gurobipy/highspy/coptpy/docplex/pulp, of OR-Tools' linear solver
+  (``pywraplp`` exports any model it can hold), of a pyomo model the capture found linear (it decides linearity only
+  when the export failed, with pyomo functions bound at import, before user code ran), and CP-SAT's compact form.
+  Which hook made a record (``kind``: OR-Tools' linear solver, CP-SAT or MathOpt) is stamped by the wrapper that
+  the hook installed, not by anything the program's objects report. A record without the model its kind promises
+  did not come from an intact capture: ``tampered``.
+
+A claimed result whose numbers disagree with its own model is not believed: the execution becomes ``tampered``.
+Typical forgeries it catches: a solver object whose ``ObjVal`` is overridden, a poisoned describer or exporter, a fake
+point reported for a real model, a fake "infeasible".
 
 What it cannot catch: a forger who also fabricates a model consistent with the fake numbers (the contracts compare
-the captured model with the problem), and records without a model (export disabled, or a model MPS cannot hold:
-nonlinear pyomo models). Those are reported as unverified, never as tampered, so that honest programs are never
-punished for what their exporter could not write.
+the captured model with the problem), or who signs a whole record of a kind that carries no checkable model. Not
+verified at all (reported as unverifiable, never as tampered, so that honest programs are never punished for what
+their exporter could not write): MathOpt solves, nonlinear pyomo models (and pyomo models with SOS, GDP, logical or
+other non-linear components), quadratic models (HiGHS's reader drops quadratic constraint rows, so the linear check
+would be wrong), records whose solution does not name every column (capped, or names the exporter rewrote), models
+over ``MAX_MPS_CHARS``, and any record made with MPS capture off. No-solution claims are re-solved only for small
+plain-MPS models; CP-SAT no-solution claims and MathOpt ones are never re-checked. A gurobipy solve run with a
+callback is not re-solved (lazy constraints added by a callback are not in the exported model).
 
-Cost: one MPS parse by HiGHS plus O(nonzeros) numpy per checked record; models over ``MAX_MPS_CHARS`` are skipped
-(counted as skipped) so that a huge model cannot make the parent the bottleneck.
+The capture's check data travels in a record's ``verify`` key; ``verify_solves`` removes it (it is for this check
+only, not part of the stored ``SolveCall``).
+
+Cost (parent process, 2-core machine): one MPS parse by HiGHS plus O(nonzeros) numpy per MPS record (~1.3 ms for a
+tiny model, models over ``MAX_MPS_CHARS`` skipped); a CP-SAT check is pure Python over the JSON (~20 us for a
+15-variable knapsack); a no-solution re-solve is a HiGHS read + solve capped at ``RESOLVE_TIME_S``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +66,14 @@ from solvers.records import SolveStatus
 
 # Records that claim a primal solution: their numbers must agree with their model.
 CLAIMS_SOLUTION = {str(SolveStatus.OPTIMAL), str(SolveStatus.TIME_LIMIT_WITH_SOLUTION)}
+# Records that claim there is no (finite) optimum: re-solved when the model is small.
+CLAIMS_NO_SOLUTION = {str(SolveStatus.INFEASIBLE), str(SolveStatus.UNBOUNDED), str(SolveStatus.INF_OR_UNBD)}
 MAX_MPS_CHARS = 500_000  # ~1000 columns x 1000 rows: a HiGHS read costs ~30-60 ms there (2-core machine, loaded)
+# Re-solving costs the parent CPU that the programs need: only small models (~200 columns x 200 rows of a typical
+# textbook model), and never longer than RESOLVE_TIME_S (an LP of that size solves in milliseconds; a MIP that HiGHS
+# cannot settle in that time stays unchecked).
+MAX_RESOLVE_MPS_CHARS = 40_000
+RESOLVE_TIME_S = 0.3
 # Tolerances. Solvers accept a point whose rows are violated by up to their feasibility tolerance (1e-6, absolute,
 # on the *scaled* model; unscaling can multiply that by the row's magnitude) and integers off by their integrality
 # tolerance (1e-5 in Gurobi/COPT/HiGHS): the checks allow 100x / 10x that, relative to the magnitudes involved, so an
@@ -39,13 +81,33 @@ MAX_MPS_CHARS = 500_000  # ~1000 columns x 1000 rows: a HiGHS read costs ~30-60 
 FEAS_TOL = 1e-4
 INT_TOL = 1e-4
 OBJ_TOL = 1e-6
+# Refuting a no-solution claim needs the opposite certainty: a point that every solver accepts. Integers are rounded
+# to integers, and rows and bounds must hold to 1e-9 relative to their magnitude: three orders of magnitude inside
+# the 1e-6 feasibility tolerance of every solver here, and far above the double-precision error of a row activity
+# (~ n * 1e-16 * magnitude). A model that is infeasible only by less than that is feasible to every solver.
+TIGHT_TOL = 1e-9
+# A finite number this large may be "infinite" to one solver and finite to another (HiGHS and CPLEX read >= 1e20 as
+# infinite, COPT >= 1e30): a model (or point) with one is not re-solved.
+HUGE = 1e15
+# CP-SAT models larger than this (variables + constraints) are sent without their compact form (building it costs
+# the program's sandbox ~5 us per item); a record may say so only when its own counts are that large.
+CP_MAX_ITEMS = 20_000
+# Which hook made a record: stamped by the solve wrapper its hook installed (``capture.wrap_solve(kind=...)``).
+LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat", "ortools.mathopt", "pyomo"
+CHECK_KEY = "verify"
 
 
 @dataclass
 class Verdict:
     checked: int = 0
     skipped: int = 0  # claimed a solution but carried no checkable model (no MPS, too large, unreadable, names)
+    partial: int = 0  # checked, but with constraints this module cannot check (CP-SAT scheduling, routing, ...)
+    resolved: int = 0  # no-solution claims re-solved by HiGHS (and not contradicted, unless listed in problems)
     problems: list[str] = field(default_factory=list)
+
+    def note(self) -> str:
+        return (f"verified {self.checked} solve(s) ({self.partial} partially), {self.skipped} unverifiable, "
+                f"{self.resolved} no-solution claim(s) re-solved")
 
 
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
@@ -55,31 +117,52 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
 
 
 # APIs whose capture always exports the model (their writers take anything the library can hold). With MPS capture on,
-# a solution claimed through one of them without its model did not come from the capture (ortools is not listed:
-# CP-SAT and MathOpt records carry no MPS; nor pyomo: nonlinear models have none).
+# a solution claimed through one of them without its model did not come from the capture. OR-Tools and pyomo depend
+# on the record's kind (``_model_promised``).
 MODEL_APIS = {"gurobipy", "highspy", "coptpy", "docplex", "pulp"}
+KNOWN_APIS = MODEL_APIS | {"ortools", "pyomo"}
 
 
 def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
     """Check every captured solve; ``problems`` lists the records that contradict themselves or are malformed.
-    ``models_expected``: MPS capture was on, so a ``MODEL_APIS`` record claiming a solution must carry its model."""
+    ``models_expected``: MPS capture was on, so a record claiming a solution must carry the model its kind promises.
+    Removes each record's ``verify`` key (the capture's check data) in place."""
     verdict = Verdict()
     statuses = {str(s) for s in SolveStatus}
-    for i, rec in enumerate(records):
+    checks = [rec.pop(CHECK_KEY, None) if isinstance(rec, dict) else None for rec in records]
+    for i, (rec, check) in enumerate(zip(records, checks, strict=True)):
         if not isinstance(rec, dict) or any(not isinstance(rec.get(k), t) for k, t in _RECORD_TYPES.items()) \
-                or rec["status"] not in statuses:
+                or rec["status"] not in statuses or rec["api"] not in KNOWN_APIS \
+                or not isinstance(check, dict | type(None)):
             verdict.problems.append(f"solve {i + 1}: malformed record (not built by the capture)")
             continue
-        if rec["status"] not in CLAIMS_SOLUTION or rec["objective"] is None:
+        check = check or {}
+        if rec["status"] in CLAIMS_NO_SOLUTION:
+            problem = _check_no_solution(rec, check)
+            if problem is not None:
+                verdict.resolved += 1
+                if problem:
+                    verdict.problems.append(f"solve {i + 1}: {problem}")
+            continue
+        if rec["status"] not in CLAIMS_SOLUTION:
+            continue
+        if rec["api"] == "ortools" and check.get("kind") == CP_SAT:
+            _verify_cp(i, rec, check, models_expected, verdict)
+            continue
+        if rec["objective"] is None:
             continue
         mps = rec["model_mps"]
-        if not mps and models_expected and rec["api"] in MODEL_APIS:
+        if not mps and models_expected and _model_promised(rec["api"], check):
             verdict.problems.append(f"solve {i + 1}: claims a solution without the model its capture always exports")
             continue
         if not mps or len(mps) > MAX_MPS_CHARS:
             verdict.skipped += 1
             continue
-        problem = check_record(mps, rec["solution"], float(rec["objective"]), rec.get("sense"))
+        solution = rec["solution"]
+        labels = check.get("labels")
+        if isinstance(labels, dict):  # pyomo's numeric labels (two names shared a symbolic label): column -> name
+            solution = {label: solution[name] for label, name in labels.items() if name in solution}
+        problem = check_record(mps, solution, float(rec["objective"]), rec.get("sense"))
         if problem is None:
             verdict.skipped += 1
         elif problem:
@@ -89,6 +172,158 @@ def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
             verdict.checked += 1
     return verdict
 
+
+def _model_promised(api: str, check: dict[str, Any]) -> bool:
+    """Does an intact capture always send an MPS model for a solution claimed through this record's hook?"""
+    if api in MODEL_APIS:
+        return True
+    if api == "ortools":  # pywraplp exports every model it can hold; a record without a known kind is not the capture's
+        return check.get("kind") not in (CP_SAT, MATHOPT)
+    if api == "pyomo":  # the capture says "linear": false only for a model its MPS writer cannot hold
+        return check.get("linear") is not False
+    return True
+
+
+def _verify_cp(i: int, rec: dict[str, Any], check: dict[str, Any], models_expected: bool, verdict: Verdict) -> None:
+    cp = check.get("cp")
+    if not isinstance(cp, dict):
+        if models_expected:
+            verdict.problems.append(f"solve {i + 1}: claims a CP-SAT solution without the model its capture sends")
+        else:
+            verdict.skipped += 1
+        return
+    if cp.get("too_large"):
+        counts = rec.get("n_vars"), rec.get("n_constraints")
+        if all(isinstance(c, int) for c in counts) and sum(counts) > CP_MAX_ITEMS:  # type: ignore[arg-type]
+            verdict.skipped += 1
+        else:
+            verdict.problems.append(f"solve {i + 1}: CP-SAT model said to be too large to send, but it is not")
+        return
+    objective = rec["objective"]
+    try:
+        problem, unchecked = check_cp(cp, rec["solution"], float(objective) if objective is not None else None)
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError):
+        verdict.problems.append(f"solve {i + 1}: malformed CP-SAT model (not built by the capture)")
+        return
+    if problem is None:
+        verdict.skipped += 1
+        return
+    verdict.checked += 1
+    if problem:
+        verdict.problems.append(f"solve {i + 1}: {problem}")
+    elif unchecked:
+        verdict.partial += 1
+
+
+# ---- CP-SAT ----------------------------------------------------------------------------------------------------
+
+def check_cp(cp: dict[str, Any], solution: dict[str, Any], objective: float | None) -> tuple[str | None, int]:
+    """('' , unchecked) when the captured CP-SAT point satisfies the compact model and reproduces the objective, a
+    reason when it does not, None when the point cannot be matched to the variables. ``unchecked``: constraints of
+    kinds this function does not check. CP-SAT values are integers, so every constraint is checked exactly."""
+    names: list[str] = cp["names"]
+    n = len(names)
+    if "x" in cp:  # names are not unique: the capture sent the values by position; the named ones must agree
+        x = [int(v) for v in cp["x"]]
+        if len(x) != n:
+            return "CP-SAT values do not match its variables", 0
+        last = dict(zip(names, x, strict=True))
+        if any(k not in last or float(last[k]) != v for k, v in solution.items()):
+            return "captured solution disagrees with the CP-SAT values sent with it", 0
+        if len(solution) < len(last):
+            return None, 0
+    else:
+        x = []
+        for name in names:
+            v = solution.get(name)
+            if v is None:
+                return None, 0  # solution capped (max_solution_values): cannot be matched
+            if not isinstance(v, int | float) or not math.isfinite(v) or abs(v) > 2**53:
+                return f"CP-SAT variable {name} has a non-integer value {v!r}", 0
+            if v != int(v):
+                return f"CP-SAT variable {name} = {v!r} is not an integer", 0
+            x.append(int(v))
+    for j, dom in enumerate(cp["dom"]):
+        if not _in_domain(x[j], dom):
+            return f"CP-SAT variable {names[j]} = {x[j]} outside its domain {_show(dom)}", 0
+
+    def lit(ref: int) -> int:
+        return x[ref] if ref >= 0 else 1 - x[-ref - 1]
+
+    def expr(e: Sequence[Any]) -> int:
+        return sum(c * x[v] for v, c in zip(e[0], e[1], strict=True)) + int(e[2])
+
+    unchecked = int(sum(cp.get("unchecked", {}).values()))
+    for k, con in enumerate(cp["cons"]):
+        tag, enforcement = con[0], con[1]
+        if enforcement and not all(lit(r) for r in enforcement):
+            continue
+        why = _violates(tag, con[2:], x, lit, expr)
+        if why:
+            return f"CP-SAT constraint {k} ({tag}) {why}", unchecked
+    obj = cp.get("obj")
+    if obj is not None and objective is not None:
+        kind, vars_, coeffs, offset = obj[0], obj[1], obj[2], float(obj[3])
+        total = sum(c * x[v] for v, c in zip(vars_, coeffs, strict=True))
+        if kind == "int":  # CP-SAT's own formula: scaling * (sum + offset), scaling 0 meaning 1
+            scaling = float(obj[4]) or 1.0
+            value = scaling * (total + offset)
+            magnitude = abs(scaling) * (sum(abs(c * x[v]) for v, c in zip(vars_, coeffs, strict=True)) + abs(offset))
+        else:  # floating-point objective: sum + offset
+            value = total + offset
+            magnitude = sum(abs(c * x[v]) for v, c in zip(vars_, coeffs, strict=True)) + abs(offset)
+        if abs(objective - value) > OBJ_TOL * max(1.0, magnitude) + 1e-9:
+            return f"claimed objective {objective:.10g} but the captured CP-SAT point gives {value:.10g}", unchecked
+    return "", unchecked
+
+
+def _violates(tag: str, args: list[Any], x: list[int], lit: Any, expr: Any) -> str:
+    """Why an enforced CP-SAT constraint is violated by ``x`` ('' when it holds)."""
+    if tag == "lin":
+        vars_, coeffs, dom = args
+        activity = sum(c * x[v] for v, c in zip(vars_, coeffs, strict=True))
+        return "" if _in_domain(activity, dom) else f"activity {activity} outside {_show(dom)}"
+    if tag in ("or", "and", "amo", "eo", "xor"):
+        true = sum(lit(r) for r in args[0])
+        ok = {"or": true >= 1, "and": true == len(args[0]), "amo": true <= 1, "eo": true == 1,
+              "xor": true % 2 == 1}[tag]
+        return "" if ok else f"has {true} of {len(args[0])} literals true"
+    if tag == "alldiff":
+        values = [expr(e) for e in args[0]]
+        return "" if len(set(values)) == len(values) else f"repeats a value in {values[:10]}"
+    target = expr(args[0]) if tag in ("max", "prod", "div", "mod") else 0
+    if tag == "max":
+        want = max(expr(e) for e in args[1])
+    elif tag == "prod":
+        want = math.prod(expr(e) for e in args[1])
+    elif tag in ("div", "mod"):
+        num, den = expr(args[1][0]), expr(args[1][1])
+        if den == 0:
+            return "divides by zero"
+        quotient = abs(num) // abs(den) * (1 if (num >= 0) == (den > 0) else -1)  # C++: rounds towards zero
+        want = quotient if tag == "div" else num - den * quotient
+    elif tag == "iv":
+        start, end, size = (expr(e) for e in args)
+        return "" if start + size == end else f"start {start} + size {size} != end {end}"
+    elif tag == "elem":
+        index, target = expr(args[0]), expr(args[1])
+        if not 0 <= index < len(args[2]):
+            return f"index {index} out of range"
+        want = expr(args[2][index])
+    else:
+        raise ValueError(f"unknown CP-SAT constraint tag {tag!r}")
+    return "" if target == want else f"gives {target}, not {want}"
+
+
+def _in_domain(value: int, dom: Sequence[int]) -> bool:
+    return any(dom[k] <= value <= dom[k + 1] for k in range(0, len(dom) - 1, 2))
+
+
+def _show(dom: Sequence[int]) -> str:
+    return "[" + ", ".join(f"{dom[k]}..{dom[k + 1]}" for k in range(0, len(dom) - 1, 2)) + "]"
+
+
+# ---- MPS models -------------------------------------------------------------------------------------------------
 
 def check_record(mps: str, solution: dict[str, Any], objective: float, sense: str | None) -> str | None:
     """'' when the claimed objective and solution agree with the model, a reason when they do not, None when the
@@ -122,15 +357,24 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
     candidates = [value] + ([-value] if mps_max != record_max else [])
     if not any(abs(objective - v) <= OBJ_TOL * scale + 1e-9 for v in candidates):
         return f"claimed objective {objective:.10g} but the captured solution gives {value:.10g} on its own model"
-    slack = FEAS_TOL * np.maximum(1.0, np.abs(x))
+    return _infeasibility(lp, x, names, FEAS_TOL, INT_TOL)
+
+
+def _infeasibility(lp: Any, x: Any, names: list[str], tol: float, int_tol: float) -> str:
+    """Why the point ``x`` violates the model's bounds, integrality or rows beyond ``tol`` (relative to the
+    magnitudes involved), or '' when it does not."""
+    import numpy as np
+
+    n = int(lp.num_col_)
+    lower, upper = np.asarray(lp.col_lower_, dtype=float), np.asarray(lp.col_upper_, dtype=float)
+    slack = tol * np.maximum(1.0, np.abs(x))
     bad = np.nonzero((x < lower - slack) | (x > upper + slack))[0]
     if bad.size:
         j = int(bad[0])
         return f"variable {names[j]} = {x[j]:.10g} outside its bounds [{lower[j]:.10g}, {upper[j]:.10g}]"
-    integrality = np.asarray(lp.integrality_, dtype=int) if len(lp.integrality_) else np.zeros(n, dtype=int)
-    integer = integrality == 1  # HighsVarType.kInteger (semi-continuous / semi-integer are not checked)
+    integer = _integer_columns(lp)
     off = np.abs(x - np.round(x))
-    bad = np.nonzero(integer & (off > INT_TOL * np.maximum(1.0, np.abs(x))))[0]
+    bad = np.nonzero(integer & (off > int_tol * np.maximum(1.0, np.abs(x))))[0]
     if bad.size:
         j = int(bad[0])
         return f"integer variable {names[j]} = {x[j]:.10g} is fractional"
@@ -147,7 +391,7 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
         activity = np.bincount(rows, weights=contrib, minlength=m)
         magnitude = np.bincount(rows, weights=np.abs(contrib), minlength=m)
         rlo, rhi = np.asarray(lp.row_lower_, dtype=float), np.asarray(lp.row_upper_, dtype=float)
-        slack = FEAS_TOL * np.maximum(1.0, np.maximum(magnitude, np.minimum(np.abs(rlo), np.abs(rhi))))
+        slack = tol * np.maximum(1.0, np.maximum(magnitude, np.minimum(np.abs(rlo), np.abs(rhi))))
         bad = np.nonzero((activity < rlo - slack) | (activity > rhi + slack))[0]
         if bad.size:
             r = int(bad[0])
@@ -155,6 +399,14 @@ def check_record(mps: str, solution: dict[str, Any], objective: float, sense: st
             name = row_names[r] if r < len(row_names) else f"row {r}"
             return f"constraint {name}: activity {activity[r]:.10g} outside [{rlo[r]:.10g}, {rhi[r]:.10g}]"
     return ""
+
+
+def _integer_columns(lp: Any) -> Any:
+    import numpy as np
+
+    n = int(lp.num_col_)
+    integrality = np.asarray(lp.integrality_, dtype=int) if len(lp.integrality_) else np.zeros(n, dtype=int)
+    return integrality == 1  # HighsVarType.kInteger (semi-continuous / semi-integer are not checked)
 
 
 # pyomo writes MPS with "symbolic labels": its _cpxlp_translation_table keeps letters, digits and "()_", turns
@@ -186,24 +438,129 @@ def _values_by_column(names: list[str], solution: dict[str, Any], lower: Any, up
     return values
 
 
+# ---- no-solution claims -----------------------------------------------------------------------------------------
+
+# The MPS sections HiGHS's reader takes in full. Anything else (QUADOBJ/QMATRIX/QCMATRIX, SOS, INDICATORS, GENCONS,
+# LAZYCONS, PWLOBJ, CSECTION, ...) means HiGHS would see a relaxation or a different model: not re-solved, since
+# a relaxation can be feasible where the real model is not.
+_PLAIN_SECTIONS = {"NAME", "OBJSENSE", "OBJSENS", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "ENDATA"}
+# Bound types whose meaning every reader shares. "UP" with a negative value (and no lower bound) is read as
+# lower = -inf by some readers and as an empty range by others: not re-solved.
+_PLAIN_BOUNDS = {"UP", "LO", "FX", "FR", "MI", "PL", "BV", "LI", "UI"}
+
+
+def _objective_rows(mps: str) -> int:
+    """How many objective ("N") rows a plain MPS model has; -1 when it is not plain (``_PLAIN_SECTIONS``,
+    ``_PLAIN_BOUNDS``)."""
+    section, n_rows = "", 0
+    for line in mps.splitlines():
+        if not line.strip() or line.startswith("*"):
+            continue
+        parts = line.split()
+        if not line[0].isspace():
+            section = parts[0].upper()
+            if section not in _PLAIN_SECTIONS:
+                return -1
+        elif section == "ROWS" and parts[0].upper() == "N":
+            n_rows += 1
+        elif section == "BOUNDS":
+            kind = parts[0].upper()
+            if kind not in _PLAIN_BOUNDS:
+                return -1
+            if kind == "UP":
+                try:
+                    if float(parts[-1]) < 0:
+                        return -1
+                except ValueError:
+                    return -1
+    return n_rows
+
+
+def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None:
+    """Re-solve a small model whose solve claimed infeasible / unbounded / infeasible-or-unbounded: a reason when
+    HiGHS contradicts the claim beyond doubt, '' when it was re-solved without contradiction, None when not
+    re-solved (no model, too large, not plain MPS, solved with a callback)."""
+    mps = rec["model_mps"]
+    if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback"):
+        return None
+    objective_rows = _objective_rows(mps)
+    if objective_rows < 0:
+        return None
+    import numpy as np
+
+    claim = rec["status"]
+    h = _highs()
+    if h is None or not _load(h, mps):
+        return None
+    try:
+        model = h.getModel()
+        if int(model.hessian_.dim_) > 0:
+            return None
+        lp = model.lp_
+        n = int(lp.num_col_)
+        numbers = np.concatenate([np.asarray(a, dtype=float) for a in (
+            lp.col_lower_, lp.col_upper_, lp.row_lower_, lp.row_upper_, lp.col_cost_, lp.a_matrix_.value_)]
+            + [np.array([float(lp.offset_)])])
+        finite = numbers[np.isfinite(numbers)]
+        if n == 0 or (finite.size and float(np.abs(finite).max()) >= HUGE):
+            return None
+        if claim == str(SolveStatus.INFEASIBLE):  # any point refutes it: search for one without an objective
+            h.changeColsCost(n, np.arange(n, dtype=np.int32), np.zeros(n))
+        else:  # "unbounded" is refuted only by a finite optimum of the same problem
+            sense = rec.get("sense")
+            if sense not in ("minimize", "maximize") or (int(lp.sense_) == -1) != (sense == "maximize") \
+                    or objective_rows != 1:
+                return None
+        h.setOptionValue("time_limit", RESOLVE_TIME_S)
+        h.run()
+        import highspy
+
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return ""
+        x = np.asarray(h.getSolution().col_value, dtype=float)
+        if x.size != n or not np.all(np.isfinite(x)) or (x.size and float(np.abs(x).max()) >= HUGE):
+            return ""
+        integer = _integer_columns(lp)
+        x = np.where(integer, np.round(x), x)
+        names = list(lp.col_names_) if len(lp.col_names_) == n else [f"c{j}" for j in range(n)]
+        if _infeasibility(lp, x, names, TIGHT_TOL, 0.0):
+            return ""  # HiGHS's point is feasible only to its own tolerance: doubtful
+        if claim == str(SolveStatus.INFEASIBLE):
+            return "claimed infeasible, but its own model has a point that satisfies every bound and row to 1e-9"
+        value = float(lp.offset_) + float(np.asarray(lp.col_cost_, dtype=float) @ x)
+        return f"claimed {claim}, but its own model has a finite optimum ({value:.10g}, HiGHS, at a checked point)"
+    except Exception:  # HiGHS could not take it: not re-solved
+        return None
+    finally:
+        h.clearModel()
+
+
+# ---- HiGHS in the parent ----------------------------------------------------------------------------------------
+
 _local = threading.local()
 _scratch: list[str] = []
 
 
-def _read(mps: str) -> Any:
-    """The model as a HiGHS ``HighsLp`` (one quiet Highs instance per thread), or None if HiGHS cannot read it or
-    it has a quadratic objective (the linear check would be wrong)."""
+def _highs() -> Any:
+    """One quiet Highs instance per thread (the parent classifies on each worker's feeder thread), or None."""
     try:
         import highspy
     except ImportError:
         return None
     h = getattr(_local, "highs", None)
-    if h is None:  # one per thread: the parent classifies on each worker's feeder thread
+    if h is None:
         from solvers.stdout import fd1_redirected
 
         with fd1_redirected():  # the first Highs() of a process prints a banner; this runs in the caller's process
             h = _local.highs = highspy.Highs()
         h.setOptionValue("output_flag", False)
+    return h
+
+
+def _load(h: Any, mps: str) -> bool:
+    """Read ``mps`` into ``h`` (through a private scratch file: HiGHS reads MPS from files only)."""
+    import highspy
+
     if not _scratch:
         _scratch.append(tempfile.mkdtemp(prefix="flywheel-verify-"))  # private (0700), made once per process
     path = os.path.join(_scratch[0], f"{threading.get_ident()}.mps")
@@ -211,14 +568,26 @@ def _read(mps: str) -> Any:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(mps)
         h.clearModel()
-        if h.readModel(path) == highspy.HighsStatus.kError:
-            return None
+        h.resetOptions()
+        h.setOptionValue("output_flag", False)
+        return h.readModel(path) != highspy.HighsStatus.kError
+    except Exception:  # a model HiGHS cannot take: unverified, not tampered
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _read(mps: str) -> Any:
+    """The model as a HiGHS ``HighsLp``, or None if HiGHS cannot read it or it has a quadratic objective (the linear
+    check would be wrong)."""
+    h = _highs()
+    if h is None or not _load(h, mps):
+        return None
+    try:
         model = h.getModel()
         if int(model.hessian_.dim_) > 0:
             return None
         return model.lp_
-    except Exception:  # a model HiGHS cannot take: unverified, not tampered
+    except Exception:
         return None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)

@@ -77,6 +77,9 @@ class Described:
     solve_time_s: float | None = None
     model_mps: str | None = None
     sense: str | None = None
+    # Data for the parent's check (solvers/sandbox/verify.py), sent in the record's "verify" key and removed there:
+    # CP-SAT's compact model, pyomo's "linear" verdict, "callback" for a gurobipy solve run with one.
+    check: dict[str, Any] | None = None
 
 
 def finite(x: Any) -> float | None:
@@ -184,17 +187,30 @@ def _to_record(api: str, d: Described, elapsed: float) -> dict[str, Any]:
     }
 
 
+def _stamped(rec: dict[str, Any], desc: Described | None, kind: str | None) -> dict[str, Any]:
+    """The record with its ``verify`` key: the describer's check data, and the hook's ``kind`` over anything the
+    describer said."""
+    check = desc.check if desc is not None and isinstance(desc.check, dict) else None
+    if kind is not None or check:
+        rec["verify"] = {**(check or {}), "kind": kind}
+    return rec
+
+
 def wrap_solve(
     api: str,
     original: Callable[..., Any],
     describe: Callable[[tuple[Any, ...], dict[str, Any], Any], Described],
     describe_error: Callable[[tuple[Any, ...], BaseException], Described | None] | None = None,
+    kind: str | None = None,
 ) -> Callable[..., Any]:
     """Wrap a solve entry point: run it, then emit a description of what the solver concluded.
 
     ``describe(args, kwargs, result)`` builds the description; if it fails, an ``error``-status record with the
     reason is emitted rather than losing the call. If the solve itself raises, ``describe_error`` may classify it
     (licence-size errors become ``license_limit``), and the exception propagates to the program unchanged.
+    ``kind`` names the hook (e.g. OR-Tools' linear solver vs CP-SAT) in the record's ``verify`` key: it is fixed
+    here, when the hook is installed, so that nothing the program's objects report decides which model the parent
+    requires (solvers/sandbox/verify.py).
     """
 
     @functools.wraps(original)
@@ -214,14 +230,15 @@ def wrap_solve(
                     except Exception:  # describing must never mask the program's own exception
                         desc = None
                 desc = desc or Described(status=SolveStatus.ERROR)
-                emit(_to_record(api, desc, time.perf_counter() - start) | {"error": f"{type(exc).__name__}: {exc}"[:500]})
+                emit(_stamped(_to_record(api, desc, time.perf_counter() - start), desc, kind)
+                     | {"error": f"{type(exc).__name__}: {exc}"[:500]})
                 raise
             elapsed = time.perf_counter() - start
             try:
                 desc = describe(args, kwargs, result)
-                rec = _to_record(api, desc, elapsed)
+                rec = _stamped(_to_record(api, desc, elapsed), desc, kind)
             except Exception as exc:  # a describer bug is recorded, never hidden
-                rec = _to_record(api, Described(status=SolveStatus.ERROR), elapsed)
+                rec = _stamped(_to_record(api, Described(status=SolveStatus.ERROR), elapsed), None, kind)
                 rec["error"] = f"capture failed: {type(exc).__name__}: {exc}"[:500]
             emit(rec)
             # capture's own cost (describing, MPS export, sending) is the sandbox's, not the program's
@@ -251,13 +268,14 @@ def patch_solves(
     names: tuple[str, ...],
     describe: Callable[[tuple[Any, ...], dict[str, Any], Any], Described],
     describe_error: Callable[[tuple[Any, ...], BaseException], Described | None] | None = license_or_error,
+    kind: str | None = None,
 ) -> None:
     """Wrap each solve entry point ``owner.<name>`` that this version of the library has (``wrap_solve``);
     a library's licence-size errors become ``license_limit`` unless ``describe_error`` says otherwise."""
     for name in names:
         original = getattr(owner, name, None)
         if original is not None:
-            patch(owner, name, wrap_solve(api, original, describe, describe_error))
+            patch(owner, name, wrap_solve(api, original, describe, describe_error, kind))
 
 
 def verify() -> list[str]:

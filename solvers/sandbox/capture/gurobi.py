@@ -44,6 +44,8 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         else:
             d.bound = m.ObjVal
     d.model_mps = export_mps(m.write)
+    if len(args) > 1 or kwargs.get("callback") is not None:  # lazy constraints it adds are not in the exported model
+        d.check = {"callback": True}
     return d
 
 

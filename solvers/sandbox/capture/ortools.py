@@ -1,5 +1,10 @@
 """OR-Tools: linear solver wrapper (``pywraplp.Solver.Solve``), CP-SAT (``CpSolver.Solve``/``solve``) and MathOpt
-(``mathopt.solve``)."""
+(``mathopt.solve``).
+
+Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
+linear-solver record (``ExportModelAsMpsFormat`` writes any model pywraplp can hold) and the compact CP-SAT model of a
+CP-SAT record (``_cp_check``); MathOpt records carry no model and stay unverified (solvers/sandbox/verify.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 
 from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
+from solvers.sandbox.verify import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
 
 
 def _version() -> str:
@@ -79,12 +85,94 @@ def _describe_cp(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> 
         values = list(response.solution)
         d.solution = capped_solution((v.name or f"x{i}", values[i]) for i, v in enumerate(variables)
                                      if i < len(values))
+        if _state["capture_mps"]:
+            d.check = {"cp": _cp_check(proto, values, has_int_obj, has_float_obj)}
         if has_objective:
             d.objective = solver.ObjectiveValue()
             d.bound = solver.BestObjectiveBound()
             if d.objective is not None and d.bound is not None:
                 d.mip_gap = abs(d.objective - d.bound) / max(abs(d.objective), 1e-10)
     return d
+
+
+# CP-SAT constraints checked by verify.check_cp, by the proto's oneof name: tag, and the fields that hold the
+# expressions (``lits``: a literal list; ``exprs``: a list of linear expressions; ``expr``: one expression).
+_CP_CHECKED = {"bool_or": "or", "bool_and": "and", "at_most_one": "amo", "exactly_one": "eo", "bool_xor": "xor",
+               "all_diff": "alldiff", "lin_max": "max", "int_prod": "prod", "int_div": "div", "int_mod": "mod",
+               "interval": "iv", "element": "elem"}
+_CP_KINDS = ("linear", *_CP_CHECKED, "no_overlap", "no_overlap_2d", "cumulative", "circuit", "routes", "table",
+             "automaton", "inverse", "reservoir", "dummy_constraint")
+
+
+def _cp_kind(c: Any) -> str:
+    which = getattr(c, "WhichOneof", None)  # classic protobuf; the pybind proto of ortools >= 9.13 has has_x()
+    if which is not None:
+        return which("constraint") or "empty"
+    return next((k for k in _CP_KINDS if getattr(c, f"has_{k}")()), "other")
+
+
+def _cp_expr(e: Any) -> list[Any]:
+    vars_ = list(e.vars)
+    if any(v < 0 for v in vars_):  # a negated reference inside an expression: not checked (semantics vary)
+        raise ValueError("negated reference")
+    return [vars_, list(e.coeffs), int(e.offset)]
+
+
+def _cp_check(proto: Any, values: list[int], has_int_obj: bool, has_float_obj: bool) -> dict[str, Any]:
+    """The CP-SAT model as plain JSON for the parent's exact check (verify.check_cp): variable names and domains,
+    the constraints it can check (with their enforcement literals), a count of the others, the objective. Models over
+    ``CP_MAX_ITEMS`` are not sent (``too_large``). When names repeat, the point is also sent by position."""
+    variables, constraints = proto.variables, proto.constraints
+    if len(variables) + len(constraints) > CP_MAX_ITEMS:
+        return {"too_large": True}
+    names = [v.name or f"x{i}" for i, v in enumerate(variables)]
+    cons: list[list[Any]] = []
+    unchecked: dict[str, int] = {}
+    for c in constraints:
+        kind = _cp_kind(c)
+        enforcement = list(c.enforcement_literal)
+        try:
+            if kind == "linear":
+                lin = c.linear
+                vars_ = list(lin.vars)
+                if any(v < 0 for v in vars_):
+                    raise ValueError("negated reference")
+                cons.append(["lin", enforcement, vars_, list(lin.coeffs), list(lin.domain)])
+            elif kind in ("bool_or", "bool_and", "at_most_one", "exactly_one", "bool_xor"):
+                cons.append([_CP_CHECKED[kind], enforcement, list(getattr(c, kind).literals)])
+            elif kind == "all_diff":
+                cons.append(["alldiff", enforcement, [_cp_expr(e) for e in c.all_diff.exprs]])
+            elif kind in ("lin_max", "int_prod", "int_div", "int_mod"):
+                arg = getattr(c, kind)
+                exprs = [_cp_expr(e) for e in arg.exprs]
+                if not exprs or (kind in ("int_div", "int_mod") and len(exprs) != 2):
+                    raise ValueError("unusual arity")
+                cons.append([_CP_CHECKED[kind], enforcement, _cp_expr(arg.target), exprs])
+            elif kind == "interval":
+                iv = c.interval
+                cons.append(["iv", enforcement, _cp_expr(iv.start), _cp_expr(iv.end), _cp_expr(iv.size)])
+            elif kind == "element" and len(c.element.exprs):
+                el = c.element
+                cons.append(["elem", enforcement, _cp_expr(el.linear_index), _cp_expr(el.linear_target),
+                             [_cp_expr(e) for e in el.exprs]])
+            else:
+                raise ValueError("not checked")
+        except ValueError:
+            unchecked[kind] = unchecked.get(kind, 0) + 1
+    out: dict[str, Any] = {"names": names, "dom": [list(v.domain) for v in variables], "cons": cons,
+                           "unchecked": unchecked}
+    if len(set(names)) < len(names):
+        out["x"] = [int(v) for v in values]
+    if has_float_obj:
+        o = proto.floating_point_objective
+        out["obj"] = ["float", list(o.vars), list(o.coeffs), float(o.offset)]
+    elif has_int_obj:
+        o = proto.objective
+        if any(v < 0 for v in o.vars):
+            out["unchecked"]["objective"] = 1
+        else:
+            out["obj"] = ["int", list(o.vars), list(o.coeffs), float(o.offset), float(o.scaling_factor)]
+    return out
 
 
 def _describe_mathopt(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
@@ -115,7 +203,7 @@ def _describe_mathopt(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
 def install_lp() -> None:
     from ortools.linear_solver import pywraplp
 
-    patch_solves("ortools", pywraplp.Solver, ("Solve",), _describe_lp)
+    patch_solves("ortools", pywraplp.Solver, ("Solve",), _describe_lp, kind=LINEAR_SOLVER)
 
 
 @hook("ortools.cp_model", ("ortools.sat.python.cp_model",))
@@ -125,7 +213,7 @@ def install_cp() -> None:
     for name in ("solve", "Solve"):
         if name in cp_model.CpSolver.__dict__:
             pinned = _pin_cp_workers(cp_model.CpSolver.__dict__[name])
-            patch(cp_model.CpSolver, name, wrap_solve("ortools", pinned, _describe_cp))
+            patch(cp_model.CpSolver, name, wrap_solve("ortools", pinned, _describe_cp, kind=CP_SAT))
 
 
 def _pin_cp_workers(original: Any) -> Any:
@@ -146,6 +234,6 @@ def install_mathopt() -> None:
     import ortools.math_opt.python.mathopt as mathopt
     import ortools.math_opt.python.solve as solve_mod
 
-    wrapper = wrap_solve("ortools", solve_mod.solve, _describe_mathopt)
+    wrapper = wrap_solve("ortools", solve_mod.solve, _describe_mathopt, kind=MATHOPT)
     patch(solve_mod, "solve", wrapper)
     patch(mathopt, "solve", wrapper)

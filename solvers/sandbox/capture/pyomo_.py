@@ -2,15 +2,33 @@
 
 Solver classes are many and plugin-registered, so the hook wraps ``SolverFactory.__call__`` and patches the
 class of each solver it hands out, plus the appsi / contrib solver classes programs instantiate directly.
+
+The model is exported as MPS with symbolic labels (the parent matches columns to the solution's names); when two
+names share a label (pyomo refuses to write those), with numeric labels and the label -> name map in the record's
+``verify`` key. When no MPS can be written, the capture says whether the model was linear (one active objective,
+every active constraint and the objective of degree <= 1, only plain components): the MPS writer takes every such
+model, so a linear model without its MPS did not come from an intact capture (solvers/sandbox/verify.py). The writer
+and the degree function are bound when the hook is installed, before user code runs.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, license_or_error, patch, patch_solves
+from solvers.sandbox.capture import (
+    Described,
+    _state,
+    capped_solution,
+    export_mps,
+    hook,
+    license_or_error,
+    patch,
+    patch_solves,
+)
 from solvers.sandbox.capture.highs import _STATUS as _HIGHS_STATUS
+from solvers.sandbox.verify import PYOMO
 
 _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
        "convergencecriteriasatisfied": SolveStatus.OPTIMAL, "feasible": SolveStatus.TIME_LIMIT_WITH_SOLUTION,
@@ -20,6 +38,9 @@ _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "
        "userinterrupt": SolveStatus.INTERRUPTED, "numericalerror": SolveStatus.NUMERIC}
 _LIMIT_WORDS = ("limit", "maxtime", "maxiterations", "maxevaluations", "iterationlimit", "minstepLength")
 _patched: set[type] = set()
+# Bound at install (before user code): the block writer, pyomo's polynomial_degree, the component types of a plain
+# model (anything else -- SOS, Piecewise, GDP, logical, complementarity, external functions -- is not "linear" here).
+_BOUND: dict[str, Any] = {}
 
 
 def _termination(result: Any) -> str:
@@ -85,8 +106,52 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.solve_time_s = float(wall) if wall is not None else None
     except (TypeError, ValueError):
         d.solve_time_s = None
-    d.model_mps = export_mps(lambda path: model.write(path, format="mps", io_options={"symbolic_solver_labels": True}))
+    d.model_mps, d.check = _export(model)
     return d
+
+
+def _export(model: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """The model's MPS and the check data for the parent: symbolic labels; else numeric labels with the label ->
+    name map; else no model and whether the model is linear (decided only then: it walks every expression)."""
+    write = _BOUND.get("write")
+    if write is None or not _state["capture_mps"]:
+        return None, None
+    mps = export_mps(lambda path: write(model, path, format="mps", io_options={"symbolic_solver_labels": True}))
+    if mps is not None:
+        return mps, None
+    symbols: list[Any] = []
+
+    def numeric(path: str) -> Any:
+        _, smap_id = write(model, path, format="mps", io_options={"labeler": _BOUND["labeler"]("_flywheel_v")})
+        symbols.append(model.solutions.symbol_map[smap_id])
+
+    mps = export_mps(numeric)
+    if mps is not None and symbols:
+        labels = {}
+        for label, obj in symbols[0].bySymbol.items():
+            obj = obj() if isinstance(obj, weakref.ref) else obj
+            if obj is not None and getattr(obj, "ctype", None) is _BOUND["Var"]:
+                labels[label] = obj.name
+        return mps, {"labels": labels}
+    try:
+        linear = _is_linear(model)
+    except Exception:  # a model the walk cannot take is not one the parent may require an MPS for
+        linear = False
+    return None, {"linear": linear}
+
+
+def _is_linear(model: Any) -> bool:
+    plain, degree = _BOUND["plain"], _BOUND["degree"]
+    if any(c.ctype not in plain for c in model.component_objects(active=True, descend_into=True)):
+        return False
+    objectives = list(model.component_data_objects(_BOUND["Objective"], active=True, descend_into=True))
+    if len(objectives) != 1 or degree(objectives[0].expr) not in (0, 1):
+        return False
+    for var in model.component_data_objects(_BOUND["Var"], descend_into=True):
+        if var.fixed and var.value is None:  # the writer refuses these, and so would any solver
+            return False
+    return all(degree(c.body) in (0, 1)
+               for c in model.component_data_objects(_BOUND["Constraint"], active=True, descend_into=True))
 
 
 def _describe_error(args: tuple[Any, ...], exc: BaseException) -> Described | None:
@@ -109,12 +174,20 @@ def _patch_class(cls: type) -> None:
     if cls in _patched or not callable(getattr(cls, "solve", None)):
         return
     _patched.add(cls)
-    patch_solves("pyomo", cls, ("solve",), _describe, _describe_error)
+    patch_solves("pyomo", cls, ("solve",), _describe, _describe_error, kind=PYOMO)
 
 
 @hook("pyomo", ("pyomo.environ",))
 def install() -> None:
     import pyomo.environ as pe
+    from pyomo.core.base.block import BlockData
+    from pyomo.core.base.label import NumericLabeler
+    from pyomo.core.expr.visitor import polynomial_degree
+
+    _BOUND.update(write=BlockData.write, degree=polynomial_degree, labeler=NumericLabeler, Var=pe.Var,
+                  Objective=pe.Objective, Constraint=pe.Constraint,
+                  plain=frozenset((pe.Var, pe.Param, pe.Set, pe.RangeSet, pe.Constraint, pe.Objective, pe.Expression,
+                                   pe.Block, pe.Suffix, pe.BuildAction, pe.BuildCheck)))
 
     factory_cls = type(pe.SolverFactory)
     original_call = factory_cls.__call__
