@@ -248,8 +248,10 @@ def test_verify_solves_checks_a_real_record_against_its_own_model(pool: Pool) ->
     no_model = verify_solves([record | {"model_mps": None, "objective": 42.0}])
     assert no_model.skipped == 1 and not no_model.problems  # export off: unverifiable, not accused
     assert verify_solves([record | {"model_mps": None}], models_expected=True).problems  # export on: forged
-    # a hook whose capture writes no model (MathOpt) is not accused; OR-Tools' linear solver always exports one
-    assert not verify_solves([record | {"api": "ortools", "model_mps": None, "verify": {"kind": "ortools.mathopt"}}],
+    # a model its capture could not write (a quadratic MathOpt model) is not accused; OR-Tools' linear solver always
+    # exports one
+    assert not verify_solves([record | {"api": "ortools", "model_mps": None,
+                                        "verify": {"kind": "ortools.mathopt", "linear": False}}],
                              models_expected=True).problems
     assert verify_solves([record | {"api": "ortools", "model_mps": None, "verify": {"kind": "ortools.linear_solver"}}],
                          models_expected=True).problems
@@ -291,3 +293,35 @@ ENDATA
     assert check_record(mps, {"x[1,2]": 3.0}, 5.0, "maximize") == ""
     assert "claimed objective 6" in (check_record(mps, {"x[1,2]": 3.0}, 6.0, "maximize") or "")
     assert check_record(mps, {"y": 3.0}, 5.0, "maximize") is None  # nothing names x: unverifiable, not accused
+
+
+# A forger holding the key signs records of the kinds that used to carry no model (OR-Tools, pyomo) or claims
+# "infeasible" for a feasible model it exports itself: the parent requires the model each hook promises, and
+# re-solves small no-solution claims (solvers/sandbox/verify.py).
+SIGN_WITH_STOLEN_KEY = GOOD + """
+import hmac, hashlib, json, struct, os
+vals = [c.cell_contents for c in gp.Model.optimize.__globals__['_state']['sink'].send.__closure__]
+key, fd = next(v for v in vals if isinstance(v, bytes)), next(v for v in vals if isinstance(v, int))
+m.write('own.mps')
+record = {FORGED}['record'] | {CHANGES}
+for msg in ({{'type': 'solve', 'record': record}}, {DONE}):
+    p = json.dumps(msg).encode()
+    os.write(fd, struct.pack('>I', len(p)) + hmac.new(key, p, hashlib.sha256).digest() + p)
+os._exit(0)
+"""
+SIGNED_FORGERIES = {
+    "ortools_without_kind": "{'api': 'ortools'}",
+    "pywraplp_without_model": "{'api': 'ortools', 'verify': {'kind': 'ortools.linear_solver'}}",
+    "cp_sat_without_model": "{'api': 'ortools', 'verify': {'kind': 'ortools.cp_sat'}}",
+    "linear_pyomo_without_model": "{'api': 'pyomo', 'verify': {'kind': 'pyomo', 'linear': True}}",
+    "infeasible_claim_for_a_feasible_model": "{'status': 'infeasible', 'objective': None, 'solution': {}, "
+                                             "'model_mps': open('own.mps').read()}",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(SIGNED_FORGERIES))
+def test_signed_records_must_carry_the_model_their_hook_promises(pool: Pool, attack: str) -> None:
+    code = SIGN_WITH_STOLEN_KEY.format(FORGED=FORGED, DONE=DONE, CHANGES=SIGNED_FORGERIES[attack])
+    e = run(pool, code)
+    assert e.status == ExecStatus.TAMPERED, (attack, e.status, e.error, e.stderr[-400:])
+    assert "contradicts its own model" in e.error, e.error  # caught by the parent's check, not by an alarm

@@ -4,50 +4,58 @@ Why: the capture runs inside the program's interpreter, and anything in that add
 key included) can in principle be reached by the program. So the trusted side (the pool's parent, where results are
 classified) does not take a record's numbers on faith. What it checks, per record:
 
-- **A claimed solution with an MPS model** (gurobipy, highspy, coptpy, docplex, pulp, OR-Tools' linear solver,
-  linear pyomo): the model is re-read with HiGHS's own MPS reader, and the captured solution must reproduce the
-  claimed objective (c·x + constant) and satisfy the variable bounds, row bounds and integrality (``check_record``).
+- **A claimed solution with an MPS model** (gurobipy, highspy, coptpy, docplex, pulp, OR-Tools' linear solver and
+  MathOpt, linear pyomo): the model is re-read with HiGHS's own MPS reader, and the captured solution must reproduce
+  the claimed objective (c·x + constant) and satisfy the variable bounds, row bounds and integrality
+  (``check_record``). Columns the capture renamed (pyomo's numeric labels when two names share a symbolic label;
+  MathOpt, whose converter refuses repeated or empty names) come with a column -> name map.
 - **A claimed CP-SAT solution**: the capture sends a compact form of the ``CpModelProto`` (variable domains, linear
   constraints with their enforcement literals, the Boolean constraints, all_different, lin_max, int_prod/div/mod,
   interval and element constraints, the objective with its offset and scaling) as plain JSON; ``check_cp`` checks the
   captured point against it in exact integer arithmetic, without OR-Tools. The other CP-SAT constraints (no_overlap,
-  cumulative, circuit, routes, table, automaton, inverse, reservoir, ...) are counted and left unchecked: such a solve
-  is *partially* verified, never ``tampered`` for what was not checked.
+  cumulative, circuit, routes, table, automaton, inverse, reservoir, ...) and expressions with negated references
+  are counted and left unchecked: such a solve is *partially* verified, never ``tampered`` for what was not checked.
 - **A claimed "infeasible" / "unbounded" / "infeasible or unbounded"** with a small plain MPS model
-  (``MAX_RESOLVE_MPS_CHARS``, only the sections HiGHS reads completely): HiGHS re-solves it under
-  ``RESOLVE_TIME_S``. "Infeasible" is refuted only by a point that HiGHS finds and this module re-checks to
-  ``TIGHT_TOL`` (integers rounded first); "unbounded" / "infeasible or unbounded" only by a HiGHS optimum at such a
-  point, with the objective sense agreeing with the record and no number large enough (``HUGE``) for two solvers to
-  disagree on whether it is infinite. Time limits, numerical trouble, a point that does not pass the tight re-check:
-  all doubtful, never ``tampered``.
-- **Models the capture always sends**: with MPS capture on, a record that claims a solution must carry its model
-  when its capture always produces one: the MPS of gurobipy/highspy/coptpy/docplex/pulp, of OR-Tools' linear solver
-  (``pywraplp`` exports any model it can hold), of a pyomo model the capture found linear (it decides linearity only
-  when the export failed, with pyomo functions bound at import, before user code ran), and CP-SAT's compact form.
-  Which hook made a record (``kind``: OR-Tools' linear solver, CP-SAT or MathOpt) is stamped by the wrapper that
-  the hook installed, not by anything the program's objects report. A record without the model its kind promises
-  did not come from an intact capture: ``tampered``.
+  (``MAX_RESOLVE_MPS_CHARS``, only the sections and bound types every reader takes alike, one objective row, the
+  objective sense agreeing with the record, no number large enough (``HUGE``) for two solvers to disagree on whether
+  it is infinite): HiGHS re-solves it, each solve under ``RESOLVE_TIME_S``. Each of the three claims is refuted
+  only by a finite optimum shown beyond doubt: a point HiGHS finds that this module re-checks to ``TIGHT_TOL``
+  (integers rounded first), and a bounded continuous relaxation (``_check_no_solution``). A feasible point alone
+  refutes nothing: GLOP reports an unbounded LP as "infeasible", and Gurobi's "unbounded" says nothing about
+  feasibility. Time limits, numerical trouble, a point that fails the tight re-check: all doubtful, never
+  ``tampered``.
+- **Models the capture always sends**: with MPS capture on, a record that claims a solution must carry the model
+  its hook promises: the MPS of gurobipy/highspy/coptpy/docplex/pulp and of OR-Tools' linear solver (``pywraplp``
+  exports any model it can hold); the MPS of a pyomo or MathOpt model unless the capture found it beyond MPS
+  (pyomo: decided only when the export failed, with pyomo functions bound at import, before user code ran; MathOpt:
+  quadratic terms, cones, SOS, indicators); CP-SAT's compact form (unless over ``CP_MAX_ITEMS``, which the record's
+  own counts must then show). Which hook made a record (``kind``: OR-Tools' linear solver, CP-SAT, MathOpt, pyomo)
+  is stamped by the wrapper that the hook installed, not by anything the program's objects report. A record
+  without the model its kind promises did not come from an intact capture: ``tampered``.
 
 A claimed result whose numbers disagree with its own model is not believed: the execution becomes ``tampered``.
-Typical forgeries it catches: a solver object whose ``ObjVal`` is overridden, a poisoned describer or exporter, a fake
-point reported for a real model, a fake "infeasible".
+Typical forgeries it catches: a solver object whose objective or status is overridden, a poisoned describer or
+exporter, a fake point reported for a real model, a fake "infeasible" or "unbounded".
 
 What it cannot catch: a forger who also fabricates a model consistent with the fake numbers (the contracts compare
-the captured model with the problem), or who signs a whole record of a kind that carries no checkable model. Not
-verified at all (reported as unverifiable, never as tampered, so that honest programs are never punished for what
-their exporter could not write): MathOpt solves, nonlinear pyomo models (and pyomo models with SOS, GDP, logical or
-other non-linear components), quadratic models (HiGHS's reader drops quadratic constraint rows, so the linear check
-would be wrong), records whose solution does not name every column (capped, or names the exporter rewrote), models
-over ``MAX_MPS_CHARS``, and any record made with MPS capture off. No-solution claims are re-solved only for small
-plain-MPS models; CP-SAT no-solution claims and MathOpt ones are never re-checked. A gurobipy solve run with a
-callback is not re-solved (lazy constraints added by a callback are not in the exported model).
+the captured model with the problem), or who signs a whole record (or rewrites the hook's closure) as a kind that
+carries no checkable model (nonlinear pyomo, a too-large CP-SAT model with matching counts). Not verified (reported
+as unverifiable, never as tampered, so that honest programs are never punished for what their exporter could not
+write): nonlinear pyomo models (and pyomo models with SOS, GDP, logical or other non-plain components), quadratic
+models of any API (HiGHS's reader drops quadratic constraint rows, so the linear check would be wrong), MathOpt
+models beyond MPS, records whose solution does not name every column (capped at ``max_solution_values``, names the
+exporter rewrote, two columns under one name), models over ``MAX_MPS_CHARS``, the unchecked CP-SAT constraint
+kinds, and every record made with MPS capture off. No-solution claims are re-solved only for small plain-MPS models:
+CP-SAT's are never re-checked, nor pyomo's "no feasible solution" exceptions (no model is exported then), nor a
+gurobipy solve run with a callback (lazy constraints added by a callback are not in the exported model).
 
 The capture's check data travels in a record's ``verify`` key; ``verify_solves`` removes it (it is for this check
 only, not part of the stored ``SolveCall``).
 
-Cost (parent process, 2-core machine): one MPS parse by HiGHS plus O(nonzeros) numpy per MPS record (~1.3 ms for a
-tiny model, models over ``MAX_MPS_CHARS`` skipped); a CP-SAT check is pure Python over the JSON (~20 us for a
-15-variable knapsack); a no-solution re-solve is a HiGHS read + solve capped at ``RESOLVE_TIME_S``.
+Cost in the parent (2-core machine, loaded): one MPS parse by HiGHS plus O(nonzeros) numpy per MPS record (~1.3 ms
+for a tiny model; models over ``MAX_MPS_CHARS`` skipped); a CP-SAT record is pure Python over its JSON (~45 us for
+bench/sandbox.py's 15-variable knapsack); a re-solved no-solution claim ~2 ms for a tiny model, 20-35 ms for the
+generators' 10-30k-character infeasible MIPs, never more than a read plus ``RESOLVE_TIME_S``.
 """
 
 from __future__ import annotations
@@ -160,7 +168,10 @@ def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
             continue
         solution = rec["solution"]
         labels = check.get("labels")
-        if isinstance(labels, dict):  # pyomo's numeric labels (two names shared a symbolic label): column -> name
+        if isinstance(labels, dict):  # columns renamed by the capture (pyomo, MathOpt): column -> solution's name
+            if len(set(labels.values())) < len(labels):  # two columns, one name: the solution kept only one value
+                verdict.skipped += 1
+                continue
             solution = {label: solution[name] for label, name in labels.items() if name in solution}
         problem = check_record(mps, solution, float(rec["objective"]), rec.get("sense"))
         if problem is None:
@@ -177,11 +188,11 @@ def _model_promised(api: str, check: dict[str, Any]) -> bool:
     """Does an intact capture always send an MPS model for a solution claimed through this record's hook?"""
     if api in MODEL_APIS:
         return True
-    if api == "ortools":  # pywraplp exports every model it can hold; a record without a known kind is not the capture's
-        return check.get("kind") not in (CP_SAT, MATHOPT)
-    if api == "pyomo":  # the capture says "linear": false only for a model its MPS writer cannot hold
-        return check.get("linear") is not False
-    return True
+    if api == "ortools" and check.get("kind") == CP_SAT:
+        return False  # CP-SAT's compact model is required separately (_verify_cp)
+    if api == "pyomo" or (api == "ortools" and check.get("kind") == MATHOPT):
+        return check.get("linear") is not False  # "linear": false only for a model MPS cannot hold
+    return True  # pywraplp exports every model it can hold; an ortools record without a known kind is not the capture's
 
 
 def _verify_cp(i: int, rec: dict[str, Any], check: dict[str, Any], models_expected: bool, verdict: Verdict) -> None:
@@ -479,16 +490,19 @@ def _objective_rows(mps: str) -> int:
 def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None:
     """Re-solve a small model whose solve claimed infeasible / unbounded / infeasible-or-unbounded: a reason when
     HiGHS contradicts the claim beyond doubt, '' when it was re-solved without contradiction, None when not
-    re-solved (no model, too large, not plain MPS, solved with a callback)."""
+    re-solved (no model, too large, not plain MPS, solved with a callback, objective sense unclear).
+
+    Every such claim is refuted by the same evidence: the model has a finite optimum. That takes two HiGHS solves:
+    (1) without the objective, a point, which must pass the tight re-check (then the model is feasible); (2) the
+    continuous relaxation with the objective, which must be optimal (then the objective is bounded on it, and a
+    feasible MIP whose relaxation is bounded has a finite optimum: rational data, Meyer's theorem). A feasible point
+    alone is not enough: an unbounded model reported as "infeasible" is what GLOP (pywraplp) honestly says."""
     mps = rec["model_mps"]
-    if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback"):
+    if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback") or _objective_rows(mps) != 1:
         return None
-    objective_rows = _objective_rows(mps)
-    if objective_rows < 0:
-        return None
+    import highspy
     import numpy as np
 
-    claim = rec["status"]
     h = _highs()
     if h is None or not _load(h, mps):
         return None
@@ -502,33 +516,37 @@ def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None
             lp.col_lower_, lp.col_upper_, lp.row_lower_, lp.row_upper_, lp.col_cost_, lp.a_matrix_.value_)]
             + [np.array([float(lp.offset_)])])
         finite = numbers[np.isfinite(numbers)]
-        if n == 0 or (finite.size and float(np.abs(finite).max()) >= HUGE):
+        sense = rec.get("sense")
+        if n == 0 or (finite.size and float(np.abs(finite).max()) >= HUGE) \
+                or sense not in ("minimize", "maximize") or (int(lp.sense_) == -1) != (sense == "maximize"):
             return None
-        if claim == str(SolveStatus.INFEASIBLE):  # any point refutes it: search for one without an objective
-            h.changeColsCost(n, np.arange(n, dtype=np.int32), np.zeros(n))
-        else:  # "unbounded" is refuted only by a finite optimum of the same problem
-            sense = rec.get("sense")
-            if sense not in ("minimize", "maximize") or (int(lp.sense_) == -1) != (sense == "maximize") \
-                    or objective_rows != 1:
-                return None
+        columns = np.arange(n, dtype=np.int32)
+        cost = np.asarray(lp.col_cost_, dtype=float)
+        h.changeColsCost(n, columns, np.zeros(n))  # (1) any point
         h.setOptionValue("time_limit", RESOLVE_TIME_S)
         h.run()
-        import highspy
-
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return ""
         x = np.asarray(h.getSolution().col_value, dtype=float)
-        if x.size != n or not np.all(np.isfinite(x)) or (x.size and float(np.abs(x).max()) >= HUGE):
+        if x.size != n or not np.all(np.isfinite(x)) or float(np.abs(x).max()) >= HUGE:
             return ""
-        integer = _integer_columns(lp)
-        x = np.where(integer, np.round(x), x)
+        x = np.where(_integer_columns(lp), np.round(x), x) + 0.0  # + 0.0: no -0 in the reason
         names = list(lp.col_names_) if len(lp.col_names_) == n else [f"c{j}" for j in range(n)]
         if _infeasibility(lp, x, names, TIGHT_TOL, 0.0):
             return ""  # HiGHS's point is feasible only to its own tolerance: doubtful
-        if claim == str(SolveStatus.INFEASIBLE):
-            return "claimed infeasible, but its own model has a point that satisfies every bound and row to 1e-9"
-        value = float(lp.offset_) + float(np.asarray(lp.col_cost_, dtype=float) @ x)
-        return f"claimed {claim}, but its own model has a finite optimum ({value:.10g}, HiGHS, at a checked point)"
+        h.changeColsCost(n, columns, cost)  # (2) the relaxation, with the objective
+        h.changeColsIntegrality(n, columns, np.array([highspy.HighsVarType.kContinuous] * n))
+        h.clearSolver()
+        h.setOptionValue("time_limit", RESOLVE_TIME_S)
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return ""
+        bound = float(h.getInfo().objective_function_value)
+        if not math.isfinite(bound) or abs(bound) >= HUGE:
+            return ""
+        point = ", ".join(f"{names[j]}={x[j]:.6g}" for j in range(min(n, 4)))
+        return (f"claimed {rec['status']}, but its own model has a finite optimum: a point that satisfies every bound "
+                f"and row to 1e-9 ({point}{', ...' if n > 4 else ''}) and a bounded relaxation ({bound:.10g}, HiGHS)")
     except Exception:  # HiGHS could not take it: not re-solved
         return None
     finally:

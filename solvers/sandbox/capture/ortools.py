@@ -2,8 +2,8 @@
 (``mathopt.solve``).
 
 Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
-linear-solver record (``ExportModelAsMpsFormat`` writes any model pywraplp can hold) and the compact CP-SAT model of a
-CP-SAT record (``_cp_check``); MathOpt records carry no model and stay unverified (solvers/sandbox/verify.py).
+linear-solver record (``ExportModelAsMpsFormat`` writes any model pywraplp can hold), the compact CP-SAT model of a
+CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify.py).
 """
 
 from __future__ import annotations
@@ -196,7 +196,36 @@ def _describe_mathopt(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
         d.objective = result.objective_value()
         d.bound = result.best_objective_bound()
         d.solution = capped_solution((v.name or f"x{v.id}", val) for v, val in result.variable_values().items())
+    if _state["capture_mps"]:
+        d.model_mps, d.check = _mathopt_mps(model)
     return d
+
+
+_MPS_CONVERTER: list[Any] = []  # mps_converter.model_proto_to_mps, bound when the hook is installed
+
+
+def _mathopt_mps(model: Any) -> tuple[str | None, dict[str, Any]]:
+    """The MathOpt model as MPS through OR-Tools' own converter. Columns and rows are renamed ``_v<id>`` /
+    ``_c<id>`` first (the converter refuses repeated or missing names; MathOpt allows both), with the column -> name
+    map for the parent. ``linear``: the model has nothing MPS cannot hold here (quadratic terms, cones, SOS,
+    indicators, auxiliary objectives), so an intact capture always sends its MPS."""
+    proto = model.export_model()
+    linear = not (len(proto.objective.quadratic_coefficients.row_ids) or len(proto.quadratic_constraints)
+                  or len(proto.second_order_cone_constraints) or len(proto.sos1_constraints)
+                  or len(proto.sos2_constraints) or len(proto.indicator_constraints)
+                  or len(proto.auxiliary_objectives))
+    ids, names = list(proto.variables.ids), list(proto.variables.names)
+    labels = {f"_v{i}": (names[k] if k < len(names) and names[k] else f"x{i}") for k, i in enumerate(ids)}
+    del proto.variables.names[:]
+    proto.variables.names.extend(f"_v{i}" for i in ids)
+    rows = list(proto.linear_constraints.ids)
+    del proto.linear_constraints.names[:]
+    proto.linear_constraints.names.extend(f"_c{i}" for i in rows)
+    try:
+        mps = _MPS_CONVERTER[0](proto) if linear and _MPS_CONVERTER else None
+    except Exception:
+        mps = None
+    return mps or None, {"labels": labels, "linear": linear}
 
 
 @hook("ortools.pywraplp", ("ortools.linear_solver.pywraplp",))
@@ -233,6 +262,13 @@ def _pin_cp_workers(original: Any) -> Any:
 def install_mathopt() -> None:
     import ortools.math_opt.python.mathopt as mathopt
     import ortools.math_opt.python.solve as solve_mod
+
+    try:
+        from ortools.math_opt.io.python import mps_converter
+
+        _MPS_CONVERTER[:] = [mps_converter.model_proto_to_mps]
+    except ImportError:  # an OR-Tools without the converter: MathOpt records stay without a model
+        pass
 
     wrapper = wrap_solve("ortools", solve_mod.solve, _describe_mathopt, kind=MATHOPT)
     patch(solve_mod, "solve", wrapper)

@@ -177,8 +177,8 @@ def _patch_class(cls: type) -> None:
     patch_solves("pyomo", cls, ("solve",), _describe, _describe_error, kind=PYOMO)
 
 
-@hook("pyomo", ("pyomo.environ",))
-def install() -> None:
+def bind() -> None:
+    """Take the references ``_export`` uses (at install, before user code can replace them)."""
     import pyomo.environ as pe
     from pyomo.core.base.block import BlockData
     from pyomo.core.base.label import NumericLabeler
@@ -188,6 +188,13 @@ def install() -> None:
                   Objective=pe.Objective, Constraint=pe.Constraint,
                   plain=frozenset((pe.Var, pe.Param, pe.Set, pe.RangeSet, pe.Constraint, pe.Objective, pe.Expression,
                                    pe.Block, pe.Suffix, pe.BuildAction, pe.BuildCheck)))
+
+
+@hook("pyomo", ("pyomo.environ",))
+def install() -> None:
+    import pyomo.environ as pe
+
+    bind()
 
     factory_cls = type(pe.SolverFactory)
     original_call = factory_cls.__call__
