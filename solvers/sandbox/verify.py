@@ -500,6 +500,16 @@ def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None
     mps = rec["model_mps"]
     if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback") or _objective_rows(mps) != 1:
         return None
+    with _RESOLVING:
+        return _resolve(rec, mps)
+
+
+# One re-solve at a time in a process: the parent classifies on one thread per worker, and HiGHS's MIP solver shares
+# its task scheduler between instances. Re-solves are rare and short; reading models stays concurrent.
+_RESOLVING = threading.Lock()
+
+
+def _resolve(rec: dict[str, Any], mps: str) -> str | None:
     import highspy
     import numpy as np
 

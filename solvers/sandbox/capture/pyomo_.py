@@ -41,6 +41,9 @@ _patched: set[type] = set()
 # Bound at install (before user code): the block writer, pyomo's polynomial_degree, the component types of a plain
 # model (anything else -- SOS, Piecewise, GDP, logical, complementarity, external functions -- is not "linear" here).
 _BOUND: dict[str, Any] = {}
+# A fixed variable the writer still sees (it usually folds them into constants) is written as a fixed column rather
+# than refused: a linear model must always export.
+_WRITE_OPTIONS = {"output_fixed_variable_bounds": True}
 
 
 def _termination(result: Any) -> str:
@@ -116,13 +119,15 @@ def _export(model: Any) -> tuple[str | None, dict[str, Any] | None]:
     write = _BOUND.get("write")
     if write is None or not _state["capture_mps"]:
         return None, None
-    mps = export_mps(lambda path: write(model, path, format="mps", io_options={"symbolic_solver_labels": True}))
+    mps = export_mps(lambda path: write(model, path, format="mps", io_options={"symbolic_solver_labels": True,
+                                                                                 **_WRITE_OPTIONS}))
     if mps is not None:
         return mps, None
     symbols: list[Any] = []
 
     def numeric(path: str) -> Any:
-        _, smap_id = write(model, path, format="mps", io_options={"labeler": _BOUND["labeler"]("_flywheel_v")})
+        _, smap_id = write(model, path, format="mps", io_options={"labeler": _BOUND["labeler"]("_flywheel_v"),
+                                                                **_WRITE_OPTIONS})
         symbols.append(model.solutions.symbol_map[smap_id])
 
     mps = export_mps(numeric)
