@@ -95,8 +95,8 @@ def _describe_cp(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> 
     return d
 
 
-# CP-SAT constraints checked by verify.check_cp, by the proto's oneof name: tag, and the fields that hold the
-# expressions (``lits``: a literal list; ``exprs``: a list of linear expressions; ``expr``: one expression).
+# CP-SAT constraints verify.check_cp checks: the proto's oneof name -> the tag in the compact form ("lin" for linear).
+# Every other kind is counted in "unchecked", by name.
 _CP_CHECKED = {"bool_or": "or", "bool_and": "and", "at_most_one": "amo", "exactly_one": "eo", "bool_xor": "xor",
                "all_diff": "alldiff", "lin_max": "max", "int_prod": "prod", "int_div": "div", "int_mod": "mod",
                "interval": "iv", "element": "elem"}
