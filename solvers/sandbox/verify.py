@@ -52,10 +52,12 @@ gurobipy solve run with a callback (lazy constraints added by a callback are not
 The capture's check data travels in a record's ``verify`` key; ``verify_solves`` removes it (it is for this check
 only, not part of the stored ``SolveCall``).
 
-Cost in the parent (2-core machine, loaded): one MPS parse by HiGHS plus O(nonzeros) numpy per MPS record (~1.3 ms
-for a tiny model; models over ``MAX_MPS_CHARS`` skipped); a CP-SAT record is pure Python over its JSON (~45 us for
-bench/sandbox.py's 15-variable knapsack); a re-solved no-solution claim ~2 ms for a tiny model, 20-35 ms for the
-generators' 10-30k-character infeasible MIPs, never more than a read plus ``RESOLVE_TIME_S``.
+Cost in the parent (2-core machine; measured with the CPU lock held, machine otherwise quiet): one MPS parse by
+HiGHS plus O(nonzeros) numpy per MPS record (~0.5 ms for a tiny model, ~1.3 ms under load; models over
+``MAX_MPS_CHARS`` skipped); a CP-SAT record is pure Python over its JSON (~45 us for bench/sandbox.py's 15-variable
+knapsack; building the JSON costs the program's sandbox ~0.2 ms); a re-solved no-solution claim 0.6-13 ms for the
+generators' infeasible models (2-132 columns, up to 30k characters), never more than a read plus two
+``RESOLVE_TIME_S`` solves.
 """
 
 from __future__ import annotations
