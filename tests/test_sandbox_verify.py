@@ -156,6 +156,17 @@ def cb(model, where):
     if where == gp.GRB.Callback.MIPSOL:
         model.cbLazy(x + y >= 8)
 m.optimize(cb)"""), ExecStatus.SOLVER_INFEASIBLE, ""),
+    # CPLEX told to cut off everything above -20 says "integer infeasible" for a model whose optimum is -14: the
+    # capture marks the cutoff, so the claim is not re-solved (a minimisation: docplex writes a maximisation as
+    # "minimise the negation" without OBJSENSE, which the re-solve leaves alone as ambiguous)
+    "honest_cutoff_infeasible": ("""from docplex.mp.model import Model
+m = Model()
+x = m.continuous_var(0, 4, name="x"); y = m.integer_var(0, 3, name="y")
+m.add_constraint(x + y <= 5)
+m.minimize(-3*x - 2*y)
+m.parameters.mip.tolerances.uppercutoff = -20
+m.solve()
+""", ExecStatus.SOLVER_INFEASIBLE, ""),
 }
 
 

@@ -47,7 +47,10 @@ models beyond MPS, records whose solution does not name every column (capped at 
 exporter rewrote, two columns under one name), models over ``MAX_MPS_CHARS``, the unchecked CP-SAT constraint
 kinds, and every record made with MPS capture off. No-solution claims are re-solved only for small plain-MPS models:
 CP-SAT's are never re-checked, nor pyomo's "no feasible solution" exceptions (no model is exported then), nor a
-gurobipy solve run with a callback (lazy constraints added by a callback are not in the exported model).
+gurobipy solve run with a callback (lazy constraints added by a callback are not in the exported model), nor a solve
+whose solver was given an objective cutoff or limit (``capture.CUTOFF_RE``: "infeasible" then means "nothing better
+than the cutoff"). A program can also make its own solve unverifiable on purpose (a dummy nonlinear constraint in
+pyomo, expression classes patched so that pyomo's degree function calls the model nonlinear, names that collide).
 
 The capture's check data travels in a record's ``verify`` key; ``verify_solves`` removes it (it is for this check
 only, not part of the stored ``SolveCall``).
@@ -509,7 +512,8 @@ def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None
     feasible MIP whose relaxation is bounded has a finite optimum: rational data, Meyer's theorem). A feasible point
     alone is not enough: an unbounded model reported as "infeasible" is what GLOP (pywraplp) honestly says."""
     mps = rec["model_mps"]
-    if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback") or _objective_rows(mps) != 1:
+    if not mps or len(mps) > MAX_RESOLVE_MPS_CHARS or check.get("callback") or check.get("cutoff") \
+            or _objective_rows(mps) != 1:
         return None
     with _RESOLVING:
         return _resolve(rec, mps)

@@ -78,7 +78,8 @@ class Described:
     model_mps: str | None = None
     sense: str | None = None
     # Data for the parent's check (solvers/sandbox/verify.py), sent in the record's "verify" key and removed there:
-    # CP-SAT's compact model, pyomo's "linear" verdict, "callback" for a gurobipy solve run with one.
+    # CP-SAT's compact model, pyomo's "linear" verdict, "callback" / "cutoff" for a solve whose solver was asked a
+    # different question than its exported model (no re-solve of its no-solution claim).
     check: dict[str, Any] | None = None
 
 
@@ -149,6 +150,20 @@ def capped_solution(pairs: Any) -> dict[str, float]:
 LICENSE_RE = re.compile(r"size-limited licen|size limited licen|limits exceeded|community edition|error\s*1016|"
                         r"code\s*=\s*1016|DOcplexLimitsExceeded|size limits? \(.*\) exceeded|"
                         r"too large for .*licen|licen[cs]e.*(size|limit)", re.IGNORECASE)
+
+
+# Solver parameters that make a solver answer a different question than the exported model asks: an objective
+# cutoff or limit turns "no solution better than X" into "infeasible" (SCIP limits/objective, CBC cutoff, CPLEX
+# lower/uppercutoff). A solve with one is marked, and the parent does not re-solve its no-solution claim.
+CUTOFF_RE = re.compile(r"cutoff|objlim|obj_lim|objective.?limit|limits/objective|bestobj|objbound|objective_bound",
+                       re.IGNORECASE)
+
+
+def asks_cutoff(names: Any) -> bool:
+    try:
+        return any(CUTOFF_RE.search(str(name)) for name in names)
+    except Exception:  # options of an unexpected shape: assume the worst (only skips a re-solve)
+        return True
 
 
 def is_license_error(exc: BaseException) -> bool:

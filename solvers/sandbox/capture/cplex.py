@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
 
 _STATUS = {1: SolveStatus.OPTIMAL, 101: SolveStatus.OPTIMAL, 102: SolveStatus.OPTIMAL,  # 102: optimal within gap
            2: SolveStatus.UNBOUNDED, 118: SolveStatus.UNBOUNDED, 3: SolveStatus.INFEASIBLE,
@@ -43,6 +43,12 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         else:
             d.bound = d.objective
     d.model_mps = export_mps(lambda path: m.export_as_mps(path=path))  # returns the path it wrote
+    try:
+        changed = [p.name for p in m.parameters.generate_nondefault_params()]
+    except Exception:
+        changed = []
+    if asks_cutoff(changed):
+        d.check = {"cutoff": True}
     return d
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.records import SolveStatus
-from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
 
 _SOL = {1: SolveStatus.OPTIMAL, 2: SolveStatus.TIME_LIMIT_WITH_SOLUTION, -1: SolveStatus.INFEASIBLE,
         -2: SolveStatus.UNBOUNDED, 0: SolveStatus.TIME_LIMIT_NO_SOLUTION, -3: SolveStatus.ERROR}
@@ -33,6 +33,8 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.solution = capped_solution((v.name, v.varValue) for v in variables)
         d.bound = d.objective if not ints else None
     d.model_mps = _portable_sense(export_mps(prob.writeMPS))
+    if asks_cutoff(getattr(solver, "options", None) or []):
+        d.check = {"cutoff": True}
     return d
 
 

@@ -20,6 +20,7 @@ from solvers.records import SolveStatus
 from solvers.sandbox.capture import (
     Described,
     _state,
+    asks_cutoff,
     capped_solution,
     export_mps,
     hook,
@@ -110,6 +111,9 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     except (TypeError, ValueError):
         d.solve_time_s = None
     d.model_mps, d.check = _export(model)
+    options = [*(getattr(solver, "options", None) or {}), *(kwargs.get("options") or {})]
+    if asks_cutoff(options):
+        d.check = (d.check or {}) | {"cutoff": True}
     return d
 
 
