@@ -72,17 +72,6 @@ class SlotCgroup:
                     return int(val)
         return 0
 
-    def peak_mb(self) -> float:
-        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-        with contextlib.suppress(OSError, ValueError), open(os.path.join(self.dirs[0], name)) as fh:
-            return int(fh.read().strip()) / 2**20
-        return 0.0
-
-    def reset_peak(self) -> None:
-        if self.version == 1:
-            with contextlib.suppress(OSError), open(os.path.join(self.dirs[0], "memory.max_usage_in_bytes"), "w") as fh:
-                fh.write("0")
-
     def remove(self) -> None:
         self.kill_all(1.0)
         for d in self.dirs:

@@ -31,7 +31,7 @@ _IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
 
 
 def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int, prog_fd: int,
-               key: bytes, cgroup: SlotCgroup | None, uid: int | None, env: dict[str, str]) -> None:
+               key: bytes, cgroup: SlotCgroup | None, uid: int | None) -> None:
     """Lock down, say ready, wait for the program on ``prog_fd``, run it. Never returns: ends with os._exit.
 
     The worker forks this child *before* the program arrives (while its parent is still busy with the previous
@@ -66,8 +66,8 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
         if seccomp.supported():
             seccomp.install()
             seccomp_on = True
-        os.environ.clear()
-        os.environ.update(env)
+        # The worker's environment is already the programs' (worker.child_env); only these two are per program.
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         send = make_sender(hidden, key, _trusted_senders())
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):

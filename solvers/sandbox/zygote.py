@@ -1,0 +1,185 @@
+"""The zygote: a copy of the warm worker whose only job is to fork the program children.
+
+Why a second process. Forking write-protects every page of the forking process, so each page the forker writes
+afterwards is copied (a copy-on-write fault, ~4 us here): a worker that forked its children itself took ~450 such
+faults per program just supervising (reading pipes, parsing, encoding the result), on top of what fork costs.
+The zygote is forked from the worker once, after the solver imports, and then only forks: its loop touches a few
+pages, and the worker, which no child shares memory with any more, supervises without faulting.
+
+And why huge pages: fork copies one page-table entry per resident page and an exit frees them again, so a worker
+holding 20-60 MB of private memory (the interpreter's heap, the solver libraries' data) paid ~0.5 us per 4 KB page
+per program. The zygote folds its private memory into 2 MB transparent huge pages (``MADV_COLLAPSE``, Linux 6.1+;
+a no-op elsewhere), so fork and exit handle one entry per 2 MB instead of 512. A child that writes to such a page
+gets only that 4 KB copied (the kernel splits the huge page's mapping first). The zygote never writes to most of
+its memory, so its huge pages stay whole.
+
+Protocol (a ``SOCK_SEQPACKET`` socket pair, one JSON message per packet):
+- worker -> zygote: ``{"workdir", "key", "sub"}`` with the child's four pipe ends attached (SCM_RIGHTS);
+- zygote -> worker: ``{"forked": pid, "t", "fork_s"}`` in request order, and ``{"exited": pid, "status",
+  "cpu_s", "max_rss_kb"}`` once it has reaped a child (the children are the zygote's: it owns ``wait4``).
+The worker watches each child through a pidfd and kills it by pid; a zygote that dies takes its children with it
+(PR_SET_PDEATHSIG), and the worker, finding the socket closed, fails its program as a sandbox error (retried).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from solvers.sandbox.child import child_main
+
+if TYPE_CHECKING:
+    from solvers.sandbox.worker import Worker
+
+HUGE = 2 * 2**20
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+PR_SET_PDEATHSIG = 1
+MAX_MSG = 1 << 16
+
+
+class ZygoteGone(RuntimeError):
+    """The zygote closed its socket (it died): the worker cannot fork programs any more."""
+
+
+def collapse_private_memory() -> int:
+    """Fold this process's private anonymous memory into transparent huge pages; returns how many 2 MB ranges were
+    collapsed (0 where the kernel has no MADV_COLLAPSE or THP is off)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    done = 0
+    try:
+        with open("/proc/self/maps") as fh:
+            maps = fh.read().splitlines()
+    except OSError:
+        return 0
+    for line in maps:
+        parts = line.split()
+        path = parts[5] if len(parts) > 5 else ""
+        if parts[1] != "rw-p" or (path and path != "[heap]"):
+            continue  # only private anonymous memory (and the brk heap): file mappings are not copied by fork
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        start, end = (lo + HUGE - 1) // HUGE * HUGE, hi // HUGE * HUGE
+        if end <= start:
+            continue
+        libc.madvise(start, end - start, MADV_HUGEPAGE)
+        for addr in range(start, end, HUGE):
+            if libc.madvise(addr, HUGE, MADV_COLLAPSE) == 0:
+                done += 1
+    return done
+
+
+def zygote_main(worker: Worker, sock: socket.socket) -> None:
+    """The zygote's loop. Never returns."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker
+    gc.disable()  # the loop makes no cycles; a collection would only touch (and so un-share) memory
+    collapse_private_memory()
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ)
+    children: dict[int, int] = {}  # pidfd -> pid
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is sock:
+                try:
+                    msg, fds, _, _ = socket.recv_fds(sock, MAX_MSG, 4)
+                except OSError:
+                    msg, fds = b"", []
+                if not msg:  # the worker is gone: so are its programs
+                    for pid in children.values():
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)
+                    os._exit(0)
+                _fork_child(worker, sock, sel, children, json.loads(msg), fds)
+            else:
+                pidfd = key.fd
+                pid = children.pop(pidfd)
+                sel.unregister(pidfd)
+                os.close(pidfd)
+                _, status, ru = os.wait4(pid, 0)
+                sock.send(json.dumps({"exited": pid, "status": status, "cpu_s": ru.ru_utime + ru.ru_stime,
+                                      "max_rss_kb": ru.ru_maxrss}).encode())
+
+
+def _fork_child(worker: Worker, sock: socket.socket, sel: selectors.BaseSelector, children: dict[int, int],
+                req: dict[str, Any], fds: list[int]) -> None:
+    uid, cgroup = worker.subslots[req["sub"]]
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns (child_main closes every descriptor it was not given)
+        try:
+            out_w, err_w, chan_w, prog_r = fds
+            child_main(worker.config, req["workdir"], out_w, err_w, chan_w, prog_r, bytes.fromhex(req["key"]),
+                       cgroup, uid)
+        finally:
+            os._exit(72)
+    forked_at = time.monotonic()
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    children[pidfd] = pid
+    sel.register(pidfd, selectors.EVENT_READ)
+    sock.send(json.dumps({"forked": pid, "t": forked_at, "fork_s": forked_at - started}).encode())
+
+
+class Zygote:
+    """The worker's end: start the zygote, ask for children, learn when they were reaped."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.sock.close()
+                zygote_main(worker, theirs)
+            finally:
+                os._exit(70)
+        theirs.close()
+        self.pid = pid
+        self.forked: collections.deque[dict[str, Any]] = collections.deque()
+        self.exits: dict[int, dict[str, Any]] = {}
+
+    def request(self, workdir: str, key: bytes, sub: int, fds: list[int]) -> None:
+        try:
+            socket.send_fds(self.sock, [json.dumps({"workdir": workdir, "key": key.hex(), "sub": sub}).encode()], fds)
+        except OSError as exc:
+            raise ZygoteGone(f"sandbox zygote is gone: {exc}") from exc
+
+    def _receive(self) -> None:
+        try:
+            data = self.sock.recv(MAX_MSG)
+        except OSError:
+            data = b""
+        if not data:
+            raise ZygoteGone("sandbox zygote is gone")
+        msg = json.loads(data)
+        if "forked" in msg:
+            self.forked.append(msg)
+        else:
+            self.exits[int(msg["exited"])] = msg
+
+    def next_forked(self) -> dict[str, Any]:
+        """The reply to the oldest request: ``{"forked": pid, "t", "fork_s"}``."""
+        while not self.forked:
+            self._receive()
+        return self.forked.popleft()
+
+    def reaped(self, pid: int) -> dict[str, Any]:
+        """Wait until the zygote has reaped ``pid``: ``{"status", "cpu_s", "max_rss_kb"}``."""
+        while pid not in self.exits:
+            self._receive()
+        return self.exits.pop(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
