@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from solvers.ir import Model
+from solvers.statuses import ExecStatus as ExecStatus  # re-exported: the enums live apart (see statuses.py)
+from solvers.statuses import SolveStatus as SolveStatus
 
 
 class Record(BaseModel):
@@ -38,46 +39,6 @@ def content_hash(text: str | bytes, length: int = 16) -> str:
     """A short sha256 hex digest: the id scheme used for problems, attempts and samples."""
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:length]
-
-
-class SolveStatus(StrEnum):
-    """What a solver concluded. Normalised across every solver API."""
-
-    OPTIMAL = "optimal"
-    INFEASIBLE = "infeasible"
-    UNBOUNDED = "unbounded"
-    INF_OR_UNBD = "inf_or_unbd"
-    TIME_LIMIT_WITH_SOLUTION = "time_limit_with_solution"
-    TIME_LIMIT_NO_SOLUTION = "time_limit_no_solution"
-    NUMERIC = "numeric"
-    INTERRUPTED = "interrupted"
-    ERROR = "error"
-    LICENSE_LIMIT = "license_limit"
-
-
-class ExecStatus(StrEnum):
-    """The failure taxonomy of one program execution. Stable: stored with every execution.
-
-    ``sandbox_error`` is infrastructure (retried, never counted against a model).
-    """
-
-    OK = "ok"
-    NO_CODE = "no_code"
-    SYNTAX_ERROR = "syntax_error"
-    IMPORT_ERROR = "import_error"
-    LICENSE_LIMIT = "license_limit"
-    MODEL_BUILD_ERROR = "model_build_error"
-    RUNTIME_ERROR = "runtime_error"
-    NO_SOLVE_CALL = "no_solve_call"
-    SOLVER_INFEASIBLE = "solver_infeasible"
-    SOLVER_UNBOUNDED = "solver_unbounded"
-    SOLVER_NUMERIC = "solver_numeric"
-    TIMEOUT_CPU = "timeout_cpu"
-    TIMEOUT_WALL = "timeout_wall"
-    MEMORY_LIMIT = "memory_limit"
-    OUTPUT_LIMIT = "output_limit"
-    TAMPERED = "tampered"
-    SANDBOX_ERROR = "sandbox_error"
 
 
 class SolverRun(Record):

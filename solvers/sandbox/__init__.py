@@ -12,15 +12,32 @@ Ray cluster (``ray_backend.py``; each node still runs every program in its own i
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from solvers.records import Execution
-from solvers.sandbox.pool import Pool, close_pools, shared_pool
-from solvers.sandbox.program import Program, SandboxConfig, preload_for
+if TYPE_CHECKING:
+    from solvers.records import Execution
+    from solvers.sandbox.pool import Pool, close_pools
+    from solvers.sandbox.program import Program, SandboxConfig, preload_for
 
 __all__ = ["Program", "SandboxConfig", "Pool", "run_program", "run_batch", "close_pools", "default_workers",
            "preload_for"]
+
+# The parent-side names load on first use (PEP 562): a warm worker imports this package too (for ``capture``,
+# ``worker``, ...), and must not load pydantic and the pool with it (see ``solvers/statuses.py``).
+_LAZY = {"Pool": "solvers.sandbox.pool", "close_pools": "solvers.sandbox.pool", "shared_pool": "solvers.sandbox.pool",
+         "Program": "solvers.sandbox.program", "SandboxConfig": "solvers.sandbox.program",
+         "preload_for": "solvers.sandbox.program"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_workers() -> int:
@@ -29,6 +46,9 @@ def default_workers() -> int:
 
 def run_program(program: Program, config: SandboxConfig | None = None) -> Execution:
     """Run one program; never raises for anything the program does (that is in ``Execution.status``)."""
+    from solvers.sandbox.pool import shared_pool
+    from solvers.sandbox.program import SandboxConfig
+
     config = config or SandboxConfig()
     if config.backend == "ray":
         return next(_map(config, None)([program], None))
@@ -41,6 +61,8 @@ def _map(config: SandboxConfig, workers: int | None) -> Callable[..., Iterator[E
         from solvers.sandbox import ray_backend
 
         return lambda programs, progress: ray_backend.map_programs(programs, config, workers, progress)
+    from solvers.sandbox.pool import shared_pool
+
     return shared_pool(config, workers or default_workers()).map
 
 
@@ -48,6 +70,8 @@ def run_batch(programs: Iterable[Program], config: SandboxConfig | None = None, 
               progress: bool = False) -> Iterator[Execution]:
     """Run programs on ``workers`` warm workers (default: the cores; with the ray backend, one per cluster CPU);
     yields executions in input order."""
+    from solvers.sandbox.program import SandboxConfig
+
     run_map = _map(config or SandboxConfig(), workers)
     if not progress:
         yield from run_map(programs, None)

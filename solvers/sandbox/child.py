@@ -22,7 +22,7 @@ from typing import Any
 from solvers.sandbox import capture, seccomp
 from solvers.sandbox.cgroups import SlotCgroup
 from solvers.sandbox.channel import make_sender, read_msg
-from solvers.sandbox.program import Program, SandboxConfig
+from solvers.sandbox.given import GivenConfig, GivenProgram
 
 PROGRAM_NAME = "program.py"
 # Bound when the worker imports this module: a program that replaces resource.getrusage does not change these.
@@ -30,7 +30,7 @@ _getrusage, _RUSAGE_SELF, _RUSAGE_CHILDREN = resource.getrusage, resource.RUSAGE
 _IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
 
 
-def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int, prog_fd: int,
+def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int, prog_fd: int,
                key: bytes, cgroup: SlotCgroup | None, uid: int | None) -> None:
     """Lock down, say ready, wait for the program on ``prog_fd``, run it. Never returns: ends with os._exit.
 
@@ -68,7 +68,7 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
             seccomp_on = True
         # The worker's environment is already the programs' (worker.child_env); only these two are per program.
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-        send = make_sender(hidden, key, _trusted_senders())
+        send = make_sender(hidden, key, _TRUSTED or _trusted_senders())
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
@@ -80,7 +80,7 @@ def child_main(config: SandboxConfig, workdir: str, out_fd: int, err_fd: int, ch
         os.close(inbox)
         if message is None:  # the worker discarded this child (it is shutting down)
             os._exit(0)
-        program = Program(**message["program"])
+        program = GivenProgram(**message["program"])  # validated by the parent when the Program was made
     except BaseException as exc:  # noqa: BLE001
         with contextlib.suppress(Exception):
             send({"type": "done", "outcome": "sandbox_error", "message": f"program hand-off failed: {exc}"[:500]})
@@ -100,7 +100,7 @@ def _open_fds() -> list[int]:
         return list(range(3, 1024))
 
 
-def _set_rlimits(config: SandboxConfig) -> None:
+def _set_rlimits(config: GivenConfig) -> None:
     cpu = config.cpu_limit
     limits = {resource.RLIMIT_CPU: (cpu, cpu + 1), resource.RLIMIT_FSIZE: (config.max_file_mb * 2**20,) * 2,
               resource.RLIMIT_NOFILE: (config.max_open_files,) * 2, resource.RLIMIT_CORE: (0, 0),
@@ -125,7 +125,7 @@ class _Counter:
         self.send({"type": "solve", "record": record})
 
 
-def _run(program: Program, config: SandboxConfig, workdir: str, send: Any, received: float) -> None:
+def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, received: float) -> None:
     counter = _Counter(send)
     flags: list[str] = []
     done: dict[str, Any] = {"type": "done", "outcome": "finished"}
@@ -257,10 +257,16 @@ def _jsonable(value: Any) -> Any:
 _SANDBOX_MODULES: list[str] = []
 
 
+_TRUSTED: frozenset[Any] = frozenset()
+
+
 def remember_sandbox_modules() -> None:
-    """List the sandbox's own modules once, in the warm worker. Scanning ``sys.modules`` in every child would touch
-    (refcount) thousands of shared module-name objects: a copy-on-write page fault per page, ~600 per program."""
+    """List the sandbox's own modules (and the sender's trusted callers) once, in the warm worker. Scanning
+    ``sys.modules`` in every child would touch (refcount) thousands of shared module-name objects: a copy-on-write
+    page fault per page, ~600 per program."""
+    global _TRUSTED
     _SANDBOX_MODULES[:] = [n for n in sys.modules if n.startswith("solvers.sandbox")]
+    _TRUSTED = _trusted_senders()
 
 
 def _hide_sandbox_modules() -> None:

@@ -11,8 +11,8 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers.records import ExecStatus, SolveStatus
 from solvers.sandbox.verify import verify_solves
+from solvers.statuses import ExecStatus, SolveStatus
 
 # The final solve call's status decides a program that otherwise ended normally.
 SOLVE_TO_EXEC = {

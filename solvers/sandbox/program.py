@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from solvers.sandbox.given import cpu_limit
+
 # Solver libraries a warm worker imports once, so that a program pays nothing for them (the fork shares them).
 DEFAULT_PRELOAD = ("numpy", "gurobipy", "pyomo.environ", "ortools.linear_solver.pywraplp",
                    "ortools.sat.python.cp_model", "coptpy", "highspy", "docplex.mp.model", "pulp")
@@ -66,7 +68,7 @@ class SandboxConfig(BaseModel):
 
     @property
     def cpu_limit(self) -> int:
-        return self.cpu_s if self.cpu_s is not None else max(1, int(self.timeout_s + 0.999))
+        return cpu_limit(self.cpu_s, self.timeout_s)
 
 
 def preload_for(codes: Iterable[str]) -> tuple[str, ...]:

@@ -99,8 +99,9 @@ def prepare() -> None:
     if not _prepared:
         code = build_filter()
         buf = ctypes.create_string_buffer(code, len(code))
-        _prepared.update(libc=ctypes.CDLL(None, use_errno=True), buf=buf,
-                         prog=_SockFprog(len(code) // 8, ctypes.addressof(buf)))
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl  # noqa: B018 - resolved (and cached on the CDLL) here, not in every child
+        _prepared.update(libc=libc, buf=buf, prog=_SockFprog(len(code) // 8, ctypes.addressof(buf)))
 
 
 def install() -> None:

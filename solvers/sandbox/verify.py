@@ -75,7 +75,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers.records import SolveStatus
+from solvers.statuses import SolveStatus
 
 # Records that claim a primal solution: their numbers must agree with their model.
 CLAIMS_SOLUTION = {str(SolveStatus.OPTIMAL), str(SolveStatus.TIME_LIMIT_WITH_SOLUTION)}

@@ -33,7 +33,7 @@ from solvers.sandbox.cgroups import SlotCgroup
 from solvers.sandbox.channel import parse_frames, read_frame, read_msg, write_frame, write_msg
 from solvers.sandbox.child import remember_sandbox_modules
 from solvers.sandbox.classify import Observed
-from solvers.sandbox.program import SandboxConfig
+from solvers.sandbox.given import GivenConfig
 from solvers.sandbox.zygote import Zygote
 
 CHANNEL_CAP = 256 * 2**20
@@ -45,7 +45,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NU
 PER_CHILD_ENV = ("HOME", "TMPDIR")  # the only variables that differ between children: set by each child
 
 
-def child_env(config: SandboxConfig, workdir: str, licenses: dict[str, str]) -> dict[str, str]:
+def child_env(config: GivenConfig, workdir: str, licenses: dict[str, str]) -> dict[str, str]:
     """The whole environment a program sees: nothing inherited, so no secret reaches it. The worker makes its own
     environment exactly this (less ``PER_CHILD_ENV``) after its imports, so that a child only sets its two
     per-program variables: rebuilding the whole environment in every child cost ~0.7 ms of copy-on-write faults."""
@@ -71,12 +71,13 @@ class Prepared:
     key: bytes
     cgroup: SlotCgroup | None
     pid: int = 0
+    pidfd: int = -1  # from the zygote: readable once the child has exited
     forked_at: float = 0.0
     fork_s: float = 0.0
 
 
 class Worker:
-    def __init__(self, config: SandboxConfig, slot: dict[str, Any]) -> None:
+    def __init__(self, config: GivenConfig, slot: dict[str, Any]) -> None:
         self.config = config
         uids = slot.get("uids") or [None, None]
         cgs = [SlotCgroup(c["version"], tuple(c["dirs"])) for c in slot.get("cgroups") or []] or [None, None]
@@ -153,7 +154,8 @@ class Worker:
         if p.pid == 0:
             assert self.zygote is not None
             reply = self.zygote.next_forked()
-            p.pid, p.forked_at, p.fork_s = int(reply["forked"]), float(reply["t"]), float(reply["fork_s"])
+            p.pid, p.pidfd = int(reply["forked"]), int(reply["pidfd"])
+            p.forked_at, p.fork_s = float(reply["t"]), float(reply["fork_s"])
 
     def _reap(self, pid: int) -> tuple[int, float, int]:
         """Wait until the zygote reaped ``pid``: (wait status, CPU seconds, peak RSS in KB)."""
@@ -183,7 +185,7 @@ class Worker:
         with contextlib.suppress(OSError):
             os.kill(p.pid, signal.SIGKILL)
         self._reap(p.pid)
-        for fd in (p.out_r, p.err_r, p.chan_r, p.prog_w):
+        for fd in (p.out_r, p.err_r, p.chan_r, p.prog_w, p.pidfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
         shutil.rmtree(p.workdir, ignore_errors=True)
@@ -228,11 +230,11 @@ class Worker:
         for fd in buffers:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
-        pidfd = os.pidfd_open(pid)
+        pidfd, prepared.pidfd = prepared.pidfd, -1  # closed below
         sel.register(pidfd, selectors.EVENT_READ)
+        exited: tuple[int, float, int] | None = None  # wait status, CPU s, peak RSS KB
         deadline = start + cfg.timeout_s
         timed_out = output_flood = channel_flood = False
-        exited: tuple[int, float, int] | None = None  # wait status, CPU s, peak RSS KB
         open_fds = set(buffers)
         early: dict[str, Any] | None = None
         scan_from = 0
@@ -400,7 +402,8 @@ class Worker:
         if cgroup:
             pids = cgroup.pids()
             leftovers = max(leftovers, len(pids))
-            cgroup.kill_all()
+            if pids:
+                cgroup.kill_all()
         return leftovers
 
 
@@ -419,7 +422,7 @@ def main() -> None:
     hello = read_msg(proto_in)
     if hello is None:
         return
-    config = SandboxConfig(**hello["config"])
+    config = GivenConfig(hello["config"])
     slot = hello["slot"]
     if slot.get("unshare_net") and _unshare_net():
         slot.setdefault("layers", []).append("netns")

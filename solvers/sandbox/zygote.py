@@ -15,9 +15,10 @@ its memory, so its huge pages stay whole.
 
 Protocol (a ``SOCK_SEQPACKET`` socket pair, one JSON message per packet):
 - worker -> zygote: ``{"workdir", "key", "sub"}`` with the child's four pipe ends attached (SCM_RIGHTS);
-- zygote -> worker: ``{"forked": pid, "t", "fork_s"}`` in request order, and ``{"exited": pid, "status",
-  "cpu_s", "max_rss_kb"}`` once it has reaped a child (the children are the zygote's: it owns ``wait4``).
-The worker watches each child through a pidfd and kills it by pid; a zygote that dies takes its children with it
+- zygote -> worker: ``{"forked": pid, "t", "fork_s"}`` in request order, with a pidfd of the child attached (made
+  by its parent, so it cannot name a recycled pid), and ``{"exited": pid, "status", "cpu_s", "max_rss_kb"}`` once
+  it has reaped a child (the children are the zygote's: it owns ``wait4``).
+The worker watches each child through that pidfd and kills it by pid; a zygote that dies takes its children with it
 (PR_SET_PDEATHSIG), and the worker, finding the socket closed, fails its program as a sandbox error (retried).
 """
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 HUGE = 2 * 2**20
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+RECOLLAPSE_EVERY = 16  # forks: the zygote's own writes split a few huge pages (into 4 KB mappings) between forks
 PR_SET_PDEATHSIG = 1
 MAX_MSG = 1 << 16
 
@@ -50,17 +52,29 @@ class ZygoteGone(RuntimeError):
     """The zygote closed its socket (it died): the worker cannot fork programs any more."""
 
 
-def collapse_private_memory() -> int:
-    """Fold this process's private anonymous memory into transparent huge pages; returns how many 2 MB ranges were
-    collapsed (0 where the kernel has no MADV_COLLAPSE or THP is off)."""
+def _madvise() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    done = 0
+    return libc.madvise
+
+
+def recollapse(ranges: list[int]) -> None:
+    """Collapse these 2 MB ranges again (a range still whole costs the kernel a check, a split one a 2 MB copy)."""
+    madvise = _madvise()
+    for addr in ranges:
+        madvise(addr, HUGE, MADV_COLLAPSE)
+
+
+def collapse_private_memory() -> list[int]:
+    """Fold this process's private anonymous memory into transparent huge pages; returns the 2 MB ranges collapsed
+    (none where the kernel has no MADV_COLLAPSE or THP is off)."""
+    madvise = _madvise()
+    done: list[int] = []
     try:
         with open("/proc/self/maps") as fh:
             maps = fh.read().splitlines()
     except OSError:
-        return 0
+        return done
     for line in maps:
         parts = line.split()
         path = parts[5] if len(parts) > 5 else ""
@@ -70,10 +84,10 @@ def collapse_private_memory() -> int:
         start, end = (lo + HUGE - 1) // HUGE * HUGE, hi // HUGE * HUGE
         if end <= start:
             continue
-        libc.madvise(start, end - start, MADV_HUGEPAGE)
+        madvise(start, end - start, MADV_HUGEPAGE)
         for addr in range(start, end, HUGE):
-            if libc.madvise(addr, HUGE, MADV_COLLAPSE) == 0:
-                done += 1
+            if madvise(addr, HUGE, MADV_COLLAPSE) == 0:
+                done.append(addr)
     return done
 
 
@@ -82,7 +96,8 @@ def zygote_main(worker: Worker, sock: socket.socket) -> None:
     with contextlib.suppress(Exception):
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker
     gc.disable()  # the loop makes no cycles; a collection would only touch (and so un-share) memory
-    collapse_private_memory()
+    huge = collapse_private_memory()
+    forks = 0
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
     children: dict[int, int] = {}  # pidfd -> pid
@@ -99,6 +114,9 @@ def zygote_main(worker: Worker, sock: socket.socket) -> None:
                             os.kill(pid, signal.SIGKILL)
                     os._exit(0)
                 _fork_child(worker, sock, sel, children, json.loads(msg), fds)
+                forks += 1
+                if forks % RECOLLAPSE_EVERY == 0:
+                    recollapse(huge)
             else:
                 pidfd = key.fd
                 pid = children.pop(pidfd)
@@ -127,7 +145,12 @@ def _fork_child(worker: Worker, sock: socket.socket, sel: selectors.BaseSelector
     pidfd = os.pidfd_open(pid)
     children[pidfd] = pid
     sel.register(pidfd, selectors.EVENT_READ)
-    sock.send(json.dumps({"forked": pid, "t": forked_at, "fork_s": forked_at - started}).encode())
+    theirs = os.dup(pidfd)
+    try:
+        socket.send_fds(sock, [json.dumps({"forked": pid, "t": forked_at, "fork_s": forked_at - started}).encode()],
+                        [theirs])
+    finally:
+        os.close(theirs)
 
 
 class Zygote:
@@ -155,19 +178,22 @@ class Zygote:
 
     def _receive(self) -> None:
         try:
-            data = self.sock.recv(MAX_MSG)
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MSG, 1)
         except OSError:
-            data = b""
+            data, fds = b"", []
         if not data:
+            for fd in fds:
+                os.close(fd)
             raise ZygoteGone("sandbox zygote is gone")
         msg = json.loads(data)
         if "forked" in msg:
+            msg["pidfd"] = fds[0]
             self.forked.append(msg)
         else:
             self.exits[int(msg["exited"])] = msg
 
     def next_forked(self) -> dict[str, Any]:
-        """The reply to the oldest request: ``{"forked": pid, "t", "fork_s"}``."""
+        """The reply to the oldest request: ``{"forked": pid, "t", "fork_s", "pidfd"}`` (the caller owns the pidfd)."""
         while not self.forked:
             self._receive()
         return self.forked.popleft()

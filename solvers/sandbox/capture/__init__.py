@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers.records import SolveStatus
+from solvers.statuses import SolveStatus
 
 # Set by the sandbox child before user code runs: called with one dict per captured solve call.
 _state: dict[str, Any] = {"sink": None, "mps_dir": None, "capture_mps": True, "max_solution": 100_000,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.statuses import SolveStatus
 from solvers.stdout import fd1_redirected
 
 # 1 optimal, 2 infeasible, 3 unbounded, 4 inf-or-unbd, 5 numerical, 6 node limit, 7 imprecise, 8 timeout,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
+from solvers.statuses import SolveStatus
 
 _STATUS = {1: SolveStatus.OPTIMAL, 101: SolveStatus.OPTIMAL, 102: SolveStatus.OPTIMAL,  # 102: optimal within gap
            2: SolveStatus.UNBOUNDED, 118: SolveStatus.UNBOUNDED, 3: SolveStatus.INFEASIBLE,

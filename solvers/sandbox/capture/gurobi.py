@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.statuses import SolveStatus
 
 _LIMITS = {7, 8, 9, 10, 15, 16, 17}  # iteration, node, time, solution, user-obj, work, memory limits
 _STATUS = {2: SolveStatus.OPTIMAL, 3: SolveStatus.INFEASIBLE, 4: SolveStatus.INF_OR_UNBD, 5: SolveStatus.UNBOUNDED,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, capped_solution, export_mps, hook, patch_solves
+from solvers.statuses import SolveStatus
 
 _STATUS = {"kOptimal": SolveStatus.OPTIMAL, "kInfeasible": SolveStatus.INFEASIBLE,
            "kUnbounded": SolveStatus.UNBOUNDED, "kUnboundedOrInfeasible": SolveStatus.INF_OR_UNBD,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
 from solvers.sandbox.verify import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
+from solvers.statuses import SolveStatus
 
 
 def _version() -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
+from solvers.statuses import SolveStatus
 
 _SOL = {1: SolveStatus.OPTIMAL, 2: SolveStatus.TIME_LIMIT_WITH_SOLUTION, -1: SolveStatus.INFEASIBLE,
         -2: SolveStatus.UNBOUNDED, 0: SolveStatus.TIME_LIMIT_NO_SOLUTION, -3: SolveStatus.ERROR}

@@ -16,7 +16,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from solvers.records import SolveStatus
 from solvers.sandbox.capture import (
     Described,
     _state,
@@ -30,6 +29,7 @@ from solvers.sandbox.capture import (
 )
 from solvers.sandbox.capture.highs import _STATUS as _HIGHS_STATUS
 from solvers.sandbox.verify import PYOMO
+from solvers.statuses import SolveStatus
 
 _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
        "convergencecriteriasatisfied": SolveStatus.OPTIMAL, "feasible": SolveStatus.TIME_LIMIT_WITH_SOLUTION,
