@@ -164,6 +164,7 @@ def test_mps_round_trips_through_highs(executions: dict) -> None:
             fh.write(mps)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)  # HiGHS's thread pool is per process: the project's other runs use one thread
         h.readModel(fh.name)
         h.run()
         # Some writers store max as min of the negation; compare magnitudes. 1e-6: as above.

@@ -53,11 +53,14 @@ def _comm(pid: int) -> str:
 
 
 def _zygote(worker_proc_pid: int) -> int:
-    """The host pid of a pool worker's zygote: the python whose parent is the worker, another python (program
-    children are named flywheel-prog)."""
-    pythons = {p for p in _descendants(worker_proc_pid) if _comm(p).startswith("python")}
-    zygotes = [p for p in pythons if _ppid(p) in pythons]
-    assert len(pythons) == 2 and len(zygotes) == 1, pythons
+    """The host pid of a pool worker's zygote: the worker is the python started by bubblewrap (or by the pool), its
+    only child the zygote (the program children are the zygote's)."""
+    tree = _descendants(worker_proc_pid)
+    workers = [worker_proc_pid] if _comm(worker_proc_pid).startswith("python") else [
+        p for p in tree if _comm(p).startswith("python") and not _comm(_ppid(p)).startswith("python")]
+    assert len(workers) == 1, workers
+    zygotes = [p for p in tree if _ppid(p) == workers[0]]
+    assert len(zygotes) == 1, zygotes
     return zygotes[0]
 
 

@@ -1,6 +1,6 @@
 """The forked child of a warm worker: lock itself down, run one program, report over the signed channel.
 
-Order matters: join the cgroup and set rlimits while still privileged, drop the uid, install seccomp, hide the
+Order matters: set rlimits while still privileged, drop the uid, install seccomp, hide the
 sandbox's own modules, and only then run user code. Every solve call is reported the moment it returns, so a
 program killed later keeps its record; the ``done`` message says how the program ended.
 """
@@ -20,7 +20,6 @@ import traceback
 from typing import Any
 
 from solvers.sandbox import capture, seccomp
-from solvers.sandbox.cgroups import SlotCgroup
 from solvers.sandbox.channel import make_sender, read_msg
 from solvers.sandbox.given import GivenConfig, GivenProgram
 
@@ -31,7 +30,7 @@ _IMPORT_ERRORS = (ImportError, ModuleNotFoundError)
 
 
 def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan_fd: int, prog_fd: int,
-               key: bytes, cgroup: SlotCgroup | None, uid: int | None) -> None:
+               key: bytes, uid: int | None) -> None:
     """Lock down, say ready, wait for the program on ``prog_fd``, run it. Never returns: ends with os._exit.
 
     The worker forks this child *before* the program arrives (while its parent is still busy with the previous
@@ -41,8 +40,6 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         with contextlib.suppress(Exception):
             _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
             _libc().prctl(15, b"flywheel-prog", 0, 0, 0)  # PR_SET_NAME: tell programs from workers in ps / perf
-        if cgroup is not None:
-            cgroup.join()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)

@@ -253,6 +253,10 @@ class WorkerProcess:
 
 
 WORKERS_PER_SLOT = 4  # warm workers kept per unit of concurrency: one per flavour of the recent programs
+# A program whose flavour's workers are all busy waits this long for one before a new worker is started: a start
+# costs ~0.5-1 s of CPU (interpreter, solver imports), a program of a mixed batch frees its worker in tens of ms.
+# A batch that keeps one flavour busy on every slot pays the wait once per extra worker.
+FLAVOUR_WAIT_S = 0.25
 
 
 class Pool:
@@ -269,6 +273,8 @@ class Pool:
             cgroups.sweep_orphans()
         self._idle: list[WorkerProcess] = []  # least recently used first
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)  # notified when a worker goes back to the idle list
+        self._busy: dict[tuple[str, ...], int] = {}  # running workers per flavour
         self._sem = threading.BoundedSemaphore(self.size)
         self._free_indices = list(range(self.max_workers))
         self.closed = False
@@ -278,12 +284,23 @@ class Pool:
         self._spawner = ThreadPoolExecutor(self.size, thread_name_prefix="sandbox-spawn")
 
     def _acquire(self, preload: tuple[str, ...]) -> WorkerProcess:
-        """An idle worker of this flavour, else a new one (closing the least recently used idle worker when every
-        index is taken; with at most ``size`` programs running, one is always idle then)."""
+        """An idle worker of this flavour (waiting up to ``FLAVOUR_WAIT_S`` for a busy one), else a new one
+        (closing the least recently used idle worker when every index is taken; with at most ``size`` programs
+        running, one is always idle then)."""
+        worker = self._take(preload)
+        with self._lock:
+            self._busy[preload] = self._busy.get(preload, 0) + 1
+        return worker
+
+    def _take(self, preload: tuple[str, ...]) -> WorkerProcess:
+        deadline = time.monotonic() + FLAVOUR_WAIT_S
         while True:
             retired: WorkerProcess | None = None
             with self._lock:
                 match = next((w for w in reversed(self._idle) if w.preload == preload), None)
+                while match is None and self._busy.get(preload) and time.monotonic() < deadline:
+                    self._released.wait(max(0.0, deadline - time.monotonic()))
+                    match = next((w for w in reversed(self._idle) if w.preload == preload), None)
                 if match is not None:
                     self._idle.remove(match)
                     if match.proc.poll() is None:
@@ -305,13 +322,17 @@ class Pool:
             raise
 
     def _release(self, worker: WorkerProcess, recycle: bool) -> None:
+        with self._lock:
+            self._busy[worker.preload] -= 1
         if recycle or worker.served >= self.config.recycle_after or self.closed:
             worker.close()
             with self._lock:
                 self._free_indices.append(worker.index)
+                self._released.notify_all()
         else:
             with self._lock:
                 self._idle.append(worker)
+                self._released.notify_all()
 
     def run(self, program: Program) -> Execution:
         last: Execution | None = None

@@ -613,6 +613,9 @@ def _load(h: Any, mps: str) -> bool:
         h.clearModel()
         h.resetOptions()
         h.setOptionValue("output_flag", False)
+        # HiGHS's thread pool is global to the process and fixed by the first run(): a run asking for another size
+        # fails ("Not Set"). Every HiGHS run in the project uses one thread (ground truth, contracts), so this one too.
+        h.setOptionValue("threads", 1)
         return h.readModel(path) != highspy.HighsStatus.kError
     except Exception:  # a model HiGHS cannot take: unverified, not tampered
         return False

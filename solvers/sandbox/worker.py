@@ -34,7 +34,7 @@ from solvers.sandbox.channel import parse_frames, read_frame, read_msg, write_fr
 from solvers.sandbox.child import remember_sandbox_modules
 from solvers.sandbox.classify import Observed
 from solvers.sandbox.given import GivenConfig
-from solvers.sandbox.zygote import Zygote
+from solvers.sandbox.zygote import Zygote, collapse_private_memory
 
 CHANNEL_CAP = 256 * 2**20
 DONE_MARK = b'"type": "done"'
@@ -120,6 +120,7 @@ class Worker:
         # collector from touching (and so copying) those pages.
         gc.collect()
         gc.freeze()
+        collapse_private_memory()  # huge pages, while nothing else maps this memory (see zygote.py)
         self.zygote = Zygote(self)
         return installed
 

@@ -11,7 +11,8 @@ holding 20-60 MB of private memory (the interpreter's heap, the solver libraries
 per program. The zygote folds its private memory into 2 MB transparent huge pages (``MADV_COLLAPSE``, Linux 6.1+;
 a no-op elsewhere), so fork and exit handle one entry per 2 MB instead of 512. A child that writes to such a page
 gets only that 4 KB copied (the kernel splits the huge page's mapping first). The zygote never writes to most of
-its memory, so its huge pages stay whole.
+its memory, so its huge pages stay whole. (The worker collapses its memory just before it forks the zygote: the
+kernel will not collapse pages two processes map.)
 
 Protocol (a ``SOCK_SEQPACKET`` socket pair, one JSON message per packet):
 - worker -> zygote: ``{"workdir", "key", "sub"}`` with the child's four pipe ends attached (SCM_RIGHTS);
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 HUGE = 2 * 2**20
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
-RECOLLAPSE_EVERY = 16  # forks: the zygote's own writes split a few huge pages (into 4 KB mappings) between forks
 PR_SET_PDEATHSIG = 1
 MAX_MSG = 1 << 16
 
@@ -58,16 +58,10 @@ def _madvise() -> Any:
     return libc.madvise
 
 
-def recollapse(ranges: list[int]) -> None:
-    """Collapse these 2 MB ranges again (a range still whole costs the kernel a check, a split one a 2 MB copy)."""
-    madvise = _madvise()
-    for addr in ranges:
-        madvise(addr, HUGE, MADV_COLLAPSE)
-
-
 def collapse_private_memory() -> list[int]:
     """Fold this process's private anonymous memory into transparent huge pages; returns the 2 MB ranges collapsed
-    (none where the kernel has no MADV_COLLAPSE or THP is off)."""
+    (none where the kernel has no MADV_COLLAPSE or THP is off). Call it before forking: the kernel declines to
+    collapse pages that another process still maps (``max_ptes_shared``)."""
     madvise = _madvise()
     done: list[int] = []
     try:
@@ -96,8 +90,11 @@ def zygote_main(worker: Worker, sock: socket.socket) -> None:
     with contextlib.suppress(Exception):
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the worker
     gc.disable()  # the loop makes no cycles; a collection would only touch (and so un-share) memory
-    huge = collapse_private_memory()
-    forks = 0
+    # Each sub-slot's cgroup.procs files, opened once: the zygote moves each child into its cgroup right after the
+    # fork (a write per controller from here costs a fraction of what opening and writing them costs in the child,
+    # where every page it touches is copied).
+    procs = [[os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY) for d in cgroup.dirs] if cgroup else []
+             for _, cgroup in worker.subslots]
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
     children: dict[int, int] = {}  # pidfd -> pid
@@ -113,10 +110,7 @@ def zygote_main(worker: Worker, sock: socket.socket) -> None:
                         with contextlib.suppress(OSError):
                             os.kill(pid, signal.SIGKILL)
                     os._exit(0)
-                _fork_child(worker, sock, sel, children, json.loads(msg), fds)
-                forks += 1
-                if forks % RECOLLAPSE_EVERY == 0:
-                    recollapse(huge)
+                _fork_child(worker, sock, sel, children, json.loads(msg), fds, procs)
             else:
                 pidfd = key.fd
                 pid = children.pop(pidfd)
@@ -128,18 +122,24 @@ def zygote_main(worker: Worker, sock: socket.socket) -> None:
 
 
 def _fork_child(worker: Worker, sock: socket.socket, sel: selectors.BaseSelector, children: dict[int, int],
-                req: dict[str, Any], fds: list[int]) -> None:
-    uid, cgroup = worker.subslots[req["sub"]]
+                req: dict[str, Any], fds: list[int], procs: list[list[int]]) -> None:
+    uid, _ = worker.subslots[req["sub"]]
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns (child_main closes every descriptor it was not given)
         try:
             out_w, err_w, chan_w, prog_r = fds
-            child_main(worker.config, req["workdir"], out_w, err_w, chan_w, prog_r, bytes.fromhex(req["key"]),
-                       cgroup, uid)
+            child_main(worker.config, req["workdir"], out_w, err_w, chan_w, prog_r, bytes.fromhex(req["key"]), uid)
         finally:
             os._exit(72)
     forked_at = time.monotonic()
+    # Into its cgroup before anyone hears of it: its program is sent only after this reply. A child that cannot be
+    # capped is killed (the worker then reports a sandbox error, retried).
+    try:
+        for fd in procs[req["sub"]]:
+            os.write(fd, b"%d" % pid)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
     for fd in fds:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
