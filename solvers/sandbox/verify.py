@@ -528,14 +528,11 @@ def _resolve(rec: dict[str, Any], mps: str) -> str | None:
     import highspy
     import numpy as np
 
-    h = _highs()
-    if h is None or not _load(h, mps):
+    lp = _read(mps)  # loads the model into this thread's HiGHS instance
+    if lp is None:
         return None
+    h = _highs()
     try:
-        model = h.getModel()
-        if int(model.hessian_.dim_) > 0:
-            return None
-        lp = model.lp_
         n = int(lp.num_col_)
         numbers = np.concatenate([np.asarray(a, dtype=float) for a in (
             lp.col_lower_, lp.col_upper_, lp.row_lower_, lp.row_upper_, lp.col_cost_, lp.a_matrix_.value_)]
