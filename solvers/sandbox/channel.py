@@ -7,7 +7,6 @@ writing to a guessed descriptor) marks the execution ``tampered``.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
@@ -28,7 +27,7 @@ def make_sender(fd: int, key: bytes, trusted: frozenset[Any] | None = None) -> C
         if trusted is not None and sys._getframe(1).f_code not in trusted:
             message = {"type": "tamper", "why": "the result channel's sender was called by program code"}
         payload = json.dumps(message, default=str).encode()
-        frame = _HEADER.pack(len(payload)) + hmac.new(key, payload, hashlib.sha256).digest() + payload
+        frame = _HEADER.pack(len(payload)) + hmac.digest(key, payload, "sha256") + payload  # one-shot: no HMAC object
         view = memoryview(frame)
         while view:
             written = os.write(fd, view)
@@ -49,7 +48,7 @@ def parse_frames(data: bytes, key: bytes) -> tuple[list[dict[str, Any]], str | N
         if start + length > len(data):
             return messages, "truncated frame on the result channel"
         mac, payload = data[pos + _HEADER.size:start], data[start:start + length]
-        if not hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()):
+        if not hmac.compare_digest(mac, hmac.digest(key, payload, "sha256")):
             return messages, "unauthenticated bytes on the result channel"
         try:
             message = json.loads(payload)

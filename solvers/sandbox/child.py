@@ -135,8 +135,9 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, re
                 fh.write(text)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(program.code)
-        if config.solver_threads > 0 and "gurobi.env" not in program.files:
-            # Gurobi reads parameters from gurobi.env in the working directory: its default uses every core.
+        if config.solver_threads > 0 and "gurobi" in program.code and "gurobi.env" not in program.files:
+            # Gurobi reads parameters from gurobi.env in the working directory: its default uses every core. (Only
+            # for programs that name it: every file written is a page to allocate and free.)
             with open(os.path.join(workdir, "gurobi.env"), "w") as fh:
                 fh.write(f"Threads {config.solver_threads}\n")
         if not program.code.strip():

@@ -133,10 +133,9 @@ class Worker:
         sub = self.next_sub
         uid, cgroup = self.subslots[sub]
         self.next_sub = (self.next_sub + 1) % len(self.subslots)
-        workdir = tempfile.mkdtemp(dir=self.workroot)
+        workdir = tempfile.mkdtemp(dir=self.workroot)  # mode 0700
         if uid is not None:
             os.chown(workdir, uid, uid)
-        os.chmod(workdir, 0o700)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         chan_r, chan_w = os.pipe()
