@@ -1,7 +1,7 @@
 """Memory and process-count caps per worker slot through cgroups (v1 ``memory`` + ``pids`` controllers, or v2).
 
-The parent creates one cgroup per worker slot under its own cgroup and sets the caps; the worker's children join
-it before dropping privileges. RLIMIT_AS is not used: it breaks OpenBLAS and solver thread creation.
+The parent creates one cgroup per worker slot under its own cgroup and sets the caps; the worker's zygote writes
+each child into its sub-slot's cgroup right after the fork, before the program is sent (``zygote.py``). RLIMIT_AS is not used: it breaks OpenBLAS and solver thread creation.
 """
 
 from __future__ import annotations
@@ -35,11 +35,6 @@ class SlotCgroup:
 
     version: int
     dirs: tuple[str, ...]
-
-    def join(self, pid: int = 0) -> None:
-        for d in self.dirs:
-            with open(os.path.join(d, "cgroup.procs"), "w") as fh:
-                fh.write(str(pid or os.getpid()))
 
     def pids(self) -> list[int]:
         out: set[int] = set()

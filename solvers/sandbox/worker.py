@@ -42,16 +42,13 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NU
                "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
 
 
-PER_CHILD_ENV = ("HOME", "TMPDIR")  # the only variables that differ between children: set by each child
-
-
-def child_env(config: GivenConfig, workdir: str, licenses: dict[str, str]) -> dict[str, str]:
-    """The whole environment a program sees: nothing inherited, so no secret reaches it. The worker makes its own
-    environment exactly this (less ``PER_CHILD_ENV``) after its imports, so that a child only sets its two
-    per-program variables: rebuilding the whole environment in every child cost ~0.7 ms of copy-on-write faults."""
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin", "HOME": workdir,
-           "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONIOENCODING": "utf-8"}
+def child_env(config: GivenConfig, licenses: dict[str, str]) -> dict[str, str]:
+    """The whole environment a program sees but HOME and TMPDIR (its working directory, set by each child):
+    nothing inherited, so no secret reaches it. The worker makes its own environment exactly this after its
+    imports, so that a child only sets those two: rebuilding the whole environment in every child cost ~0.7 ms of
+    copy-on-write faults."""
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
     env.update({k: str(max(1, config.solver_threads)) for k in THREAD_VARS})
     env.update(licenses)
     env.update(config.extra_env)
@@ -114,8 +111,7 @@ class Worker:
             seccomp.prepare()
         remember_sandbox_modules()
         os.environ.clear()  # whatever the imports set is gone too: children see exactly child_env
-        os.environ.update({k: v for k, v in child_env(self.config, "", self.licenses).items()
-                           if k not in PER_CHILD_ENV})
+        os.environ.update(child_env(self.config, self.licenses))
         # Everything imported so far is shared with every child: freezing it keeps the children's garbage
         # collector from touching (and so copying) those pages.
         gc.collect()

@@ -8,11 +8,10 @@ pages, and the worker, which no child shares memory with any more, supervises wi
 
 And why huge pages: fork copies one page-table entry per resident page and an exit frees them again, so a worker
 holding 20-60 MB of private memory (the interpreter's heap, the solver libraries' data) paid ~0.5 us per 4 KB page
-per program. The zygote folds its private memory into 2 MB transparent huge pages (``MADV_COLLAPSE``, Linux 6.1+;
-a no-op elsewhere), so fork and exit handle one entry per 2 MB instead of 512. A child that writes to such a page
-gets only that 4 KB copied (the kernel splits the huge page's mapping first). The zygote never writes to most of
-its memory, so its huge pages stay whole. (The worker collapses its memory just before it forks the zygote: the
-kernel will not collapse pages two processes map.)
+per program. The worker folds its private memory into 2 MB transparent huge pages (``MADV_COLLAPSE``, Linux 6.1+;
+a no-op elsewhere) just before it forks the zygote, so that fork and exit handle one entry per 2 MB instead of 512
+where that worked. A child that writes to such a page gets only that 4 KB copied (the kernel splits the huge page's
+mapping first); the zygote never writes to most of its memory, so most of its huge pages stay whole.
 
 Protocol (a ``SOCK_SEQPACKET`` socket pair, one JSON message per packet):
 - worker -> zygote: ``{"workdir", "key", "sub"}`` with the child's four pipe ends attached (SCM_RIGHTS);
