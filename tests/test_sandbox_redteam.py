@@ -11,8 +11,6 @@ at once, or the worker finds that the captured numbers contradict the captured m
 from __future__ import annotations
 
 import ast
-import hashlib
-import hmac
 import os
 import struct
 from pathlib import Path
@@ -22,7 +20,7 @@ from test_sandbox_adversarial import GOOD, sandbox_processes
 
 from solvers.records import ExecStatus
 from solvers.sandbox import Pool, Program, SandboxConfig
-from solvers.sandbox.channel import make_sender, parse_frames
+from solvers.sandbox.channel import make_sender, parse_frames, sign
 from solvers.sandbox.verify import check_record, verify_solves
 
 # Short limits: three cases run into them on purpose.
@@ -52,23 +50,23 @@ FORGERIES = {
     " and getattr(o, '__closure__', None))\n" + FORGE_AND_LEAVE,
     # the raw key and descriptor out of the sender's closure (named through __code__), frames signed by hand
     "key_via_closure_code": GOOD + f"""
-import hmac, hashlib, json, struct, os
+import hashlib, json, struct, os
 send = gp.Model.optimize.__globals__['_state']['sink'].send
 cells = dict(zip(send.__code__.co_freevars, (c.cell_contents for c in send.__closure__)))
 for msg in ({FORGED}, {DONE}):
     p = json.dumps(msg).encode()
-    os.write(cells['fd'], struct.pack('>I', len(p)) + hmac.new(cells['key'], p, hashlib.sha256).digest() + p)
+    os.write(cells['fd'], struct.pack('>I', len(p)) + hashlib.blake2b(p, key=cells['key'], digest_size=32).digest() + p)
 os._exit(0)
 """,
     # ... or told apart by type (no audited __code__ read): the forged record carries no model, and a gurobipy solve
     # captured with MPS export on always has one
     "key_via_closure_cells": GOOD + f"""
-import hmac, hashlib, json, struct, os
+import hashlib, json, struct, os
 vals = [c.cell_contents for c in gp.Model.optimize.__globals__['_state']['sink'].send.__closure__]
 key, fd = next(v for v in vals if isinstance(v, bytes)), next(v for v in vals if isinstance(v, int))
 for msg in ({FORGED}, {DONE}):
     p = json.dumps(msg).encode()
-    os.write(fd, struct.pack('>I', len(p)) + hmac.new(key, p, hashlib.sha256).digest() + p)
+    os.write(fd, struct.pack('>I', len(p)) + hashlib.blake2b(p, key=key, digest_size=32).digest() + p)
 os._exit(0)
 """,
     # the hook's describer swapped in its closure cell: the genuine wrapper path sends a record without a model
@@ -270,7 +268,7 @@ def test_channel_rejects_foreign_callers_and_non_object_frames(tmp_path: Path) -
     messages, error = parse_frames(data, b"k" * 32)
     assert error is None and [m["type"] for m in messages] == ["ready", "tamper"]
     payload = b"[1, 2]"  # valid signature, but not a message object
-    frame = struct.pack(">I", len(payload)) + hmac.new(b"k" * 32, payload, hashlib.sha256).digest() + payload
+    frame = struct.pack(">I", len(payload)) + sign(b"k" * 32, payload) + payload
     assert parse_frames(frame, b"k" * 32)[1] == "malformed message on the result channel"
 
 
@@ -299,14 +297,14 @@ ENDATA
 # "infeasible" for a feasible model it exports itself: the parent requires the model each hook promises, and
 # re-solves small no-solution claims (solvers/sandbox/verify.py).
 SIGN_WITH_STOLEN_KEY = GOOD + """
-import hmac, hashlib, json, struct, os
+import hashlib, json, struct, os
 vals = [c.cell_contents for c in gp.Model.optimize.__globals__['_state']['sink'].send.__closure__]
 key, fd = next(v for v in vals if isinstance(v, bytes)), next(v for v in vals if isinstance(v, int))
 m.write('own.mps')
 record = {FORGED}['record'] | {CHANGES}
 for msg in ({{'type': 'solve', 'record': record}}, {DONE}):
     p = json.dumps(msg).encode()
-    os.write(fd, struct.pack('>I', len(p)) + hmac.new(key, p, hashlib.sha256).digest() + p)
+    os.write(fd, struct.pack('>I', len(p)) + hashlib.blake2b(p, key=key, digest_size=32).digest() + p)
 os._exit(0)
 """
 SIGNED_FORGERIES = {

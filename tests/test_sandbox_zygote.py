@@ -99,3 +99,20 @@ def test_a_killed_zygote_costs_a_retry_not_a_result() -> None:
         assert not [p for p in _descendants(worker.proc.pid)]
     finally:
         pool.close()
+
+
+def test_raw_fork_children_get_their_own_random_seed_and_a_sound_interpreter() -> None:
+    """The zygote forks through libc, skipping os.fork's interpreter hooks (zygote._raw_fork): the child reseeds
+    ``random`` itself, so programs do not share one random sequence, and threads, the main-thread check and
+    subprocesses still behave in the program."""
+    code = ("import random, subprocess, sys, threading\n"
+            "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+            "print(random.random(), threading.current_thread() is threading.main_thread(),\n"
+            "      subprocess.run([sys.executable, '-c', 'print(7)'], capture_output=True, text=True).stdout.strip())\n")
+    pool = Pool(SandboxConfig(preload=(), timeout_s=30), 1)
+    try:
+        outs = [pool.run(Program(program_id=f"r{i}", code=code)).stdout.split() for i in range(3)]
+    finally:
+        pool.close()
+    assert len({o[0] for o in outs}) == 3, outs  # three programs, three seeds (equal draws: ~1e-16 chance)
+    assert all(o[1:] == ["True", "7"] for o in outs), outs

@@ -49,10 +49,7 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         os.dup2(chan_fd, hidden)
         inbox = hidden + 1
         os.dup2(prog_fd, inbox)
-        for fd in _open_fds():  # only what is open: closerange over 64k descriptors costs milliseconds
-            if fd > 2 and fd not in (hidden, inbox):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        _close_others(hidden, inbox)
         _set_rlimits(config)
         os.chdir(workdir)
         if uid is not None:
@@ -65,12 +62,14 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
             seccomp_on = True
         # The worker's environment is already the programs' (worker.child_env); only these two are per program.
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+        reseed()
         send = make_sender(hidden, key, _TRUSTED or _trusted_senders())
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(71)
-    send({"type": "ready", "seccomp": seccomp_on, "t": time.monotonic()})
+    # JSON by hand: the first use of json's encoder would touch ~100 shared pages before the program even arrives
+    send(b'{"type": "ready", "seccomp": %s, "t": %.9f}' % (b"true" if seccomp_on else b"false", time.monotonic()))
     try:
         message = read_msg(inbox)
         received = time.perf_counter()
@@ -85,16 +84,59 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
     _run(program, config, workdir, send, received)
 
 
+def reseed() -> None:
+    """What ``random``'s after-fork hook does, which the zygote's raw fork skips: a fresh seed per program, so that
+    programs do not share their unseeded random sequence (as ``os.fork`` children would not)."""
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        rnd._inst.seed()
+
+
 def _libc() -> ctypes.CDLL:
     lib = seccomp._prepared.get("libc")
     return lib if isinstance(lib, ctypes.CDLL) else ctypes.CDLL(None)
 
 
-def _open_fds() -> list[int]:
+def _close_others(hidden: int, inbox: int) -> None:
+    """Close every descriptor but 0-2 and the two given (adjacent): with close_range(2) (Linux 5.9+, which
+    ``os.closerange`` uses), two system calls; elsewhere only what /proc lists as open (a plain closerange over 64k
+    descriptors costs milliseconds)."""
+    if _HAS_CLOSE_RANGE:
+        os.closerange(3, hidden)
+        os.closerange(inbox + 1, MAX_FD)
+        return
     try:
-        return [int(fd) for fd in os.listdir("/proc/self/fd")]
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
     except OSError:
-        return list(range(3, 1024))
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in (hidden, inbox):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    except ValueError:
+        return False
+    return release >= (major, minor)
+
+
+MAX_FD = 1 << 20
+_HAS_CLOSE_RANGE = _kernel_at_least(5, 9)
+
+
+def _write(path: str, text: str) -> None:
+    """A file for the program, written without ``open``'s text layer (a TextIOWrapper and its codec touch ~70 pages
+    of the shared image; see zygote.py for why pages count)."""
+    data = memoryview(text.encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 def _set_rlimits(config: GivenConfig) -> None:
@@ -131,15 +173,12 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, re
         for name, text in program.files.items():
             target = os.path.join(workdir, name)
             os.makedirs(os.path.dirname(target) or workdir, exist_ok=True)
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(program.code)
+            _write(target, text)
+        _write(path, program.code)
         if config.solver_threads > 0 and "gurobi" in program.code and "gurobi.env" not in program.files:
             # Gurobi reads parameters from gurobi.env in the working directory: its default uses every core. (Only
             # for programs that name it: every file written is a page to allocate and free.)
-            with open(os.path.join(workdir, "gurobi.env"), "w") as fh:
-                fh.write(f"Threads {config.solver_threads}\n")
+            _write(os.path.join(workdir, "gurobi.env"), f"Threads {config.solver_threads}\n")
         if not program.code.strip():
             send({"type": "done", "outcome": "no_code"})
             os._exit(0)
