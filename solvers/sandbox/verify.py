@@ -75,12 +75,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvers.sandbox.mps import MpsModel
+from solvers.sandbox.mps import parse as parse_mps
 from solvers.statuses import SolveStatus
 
 # Records that claim a primal solution: their numbers must agree with their model.
 CLAIMS_SOLUTION = {str(SolveStatus.OPTIMAL), str(SolveStatus.TIME_LIMIT_WITH_SOLUTION)}
 # Records that claim there is no (finite) optimum: re-solved when the model is small.
 CLAIMS_NO_SOLUTION = {str(SolveStatus.INFEASIBLE), str(SolveStatus.UNBOUNDED), str(SolveStatus.INF_OR_UNBD)}
+FAST_MPS_CHARS = 20_000  # placeholder, set by measurement below
 MAX_MPS_CHARS = 500_000  # ~1000 columns x 1000 rows: a HiGHS read costs ~30-60 ms there (2-core machine, loaded)
 # Re-solving costs the parent CPU that the programs need: only small models (~200 columns x 200 rows of a typical
 # textbook model), and never longer than RESOLVE_TIME_S (an LP of that size solves in milliseconds; a MIP that HiGHS
@@ -352,7 +355,112 @@ def _show(dom: Sequence[int]) -> str:
 
 def check_record(mps: str, solution: dict[str, Any], objective: float, sense: str | None) -> str | None:
     """'' when the claimed objective and solution agree with the model, a reason when they do not, None when the
-    model cannot be checked (unreadable by HiGHS, quadratic, or the solution does not name every column)."""
+    model cannot be checked (unreadable by HiGHS, quadratic, or the solution does not name every column).
+
+    A model of up to ``FAST_MPS_CHARS`` is read by ``mps.parse`` (pure Python, HiGHS's semantics) when that reader
+    takes it, and checked in pure Python with the same arithmetic as the HiGHS + numpy path below, operation for
+    operation (numpy's pairwise sum, bincount's order): the same verdict, reason text included
+    (``tests/test_sandbox_mps.py``). Everything else goes through HiGHS."""
+    if len(mps) <= FAST_MPS_CHARS:
+        model = parse_mps(mps)
+        if model is not None:
+            return _check_parsed(model, solution, objective, sense)
+    return _check_highs(mps, solution, objective, sense)
+
+
+def _check_parsed(model: MpsModel, solution: dict[str, Any], objective: float, sense: str | None) -> str | None:
+    """``_check_highs`` on a model read by ``mps.parse``, without numpy: for a small model, numpy's per-call cost is
+    most of the check."""
+    names = model.col_names
+    if not names:
+        return None
+    values = _values_by_column(names, solution, model.col_lower, model.col_upper)
+    if values is None:
+        return None
+    try:
+        x = [float(v) for v in values]
+    except (TypeError, ValueError):
+        return "solution values are not numbers"
+    if not all(map(math.isfinite, x)):
+        return "solution has non-finite values"
+    terms = [c * v for c, v in zip(model.col_cost, x, strict=True)]
+    value = model.offset + _numpy_sum(terms)
+    scale = max(1.0, _numpy_sum([abs(t) for t in terms]), abs(model.offset))
+    record_max = (sense or "").startswith("max")
+    candidates = [value] + ([-value] if model.maximize != record_max else [])
+    if not any(abs(objective - v) <= OBJ_TOL * scale + 1e-9 for v in candidates):
+        return f"claimed objective {objective:.10g} but the captured solution gives {value:.10g} on its own model"
+    return _infeasibility_parsed(model, x, FEAS_TOL, INT_TOL)
+
+
+def _numpy_sum(values: list[float]) -> float:
+    """``float(np.array(values).sum())``, bit for bit: numpy adds a contiguous float64 array pairwise (blocks of up
+    to 128 summed with 8 accumulators, halves above that, a plain loop below 8 items), onto an initial 0.0."""
+    return 0.0 + _pairwise(values, 0, len(values)) if values else 0.0
+
+
+def _pairwise(a: list[float], lo: int, n: int) -> float:
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3, r4, r5, r6, r7 = a[lo:lo + 8]
+        i = lo + 8
+        end = lo + n - n % 8
+        while i < end:
+            r0 += a[i]
+            r1 += a[i + 1]
+            r2 += a[i + 2]
+            r3 += a[i + 3]
+            r4 += a[i + 4]
+            r5 += a[i + 5]
+            r6 += a[i + 6]
+            r7 += a[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < lo + n:
+            res += a[i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
+
+
+def _infeasibility_parsed(model: MpsModel, x: list[float], tol: float, int_tol: float) -> str:
+    """``_infeasibility`` on a model read by ``mps.parse``: the same comparisons in the same order, so the same first
+    violation and the same numbers in the reason."""
+    names, lower, upper = model.col_names, model.col_lower, model.col_upper
+    for j, xj in enumerate(x):
+        slack = tol * max(1.0, abs(xj))
+        if xj < lower[j] - slack or xj > upper[j] + slack:
+            return f"variable {names[j]} = {xj:.10g} outside its bounds [{lower[j]:.10g}, {upper[j]:.10g}]"
+    for j, xj in enumerate(x):
+        if model.integer[j] and abs(xj - round(xj)) > int_tol * max(1.0, abs(xj)):
+            return f"integer variable {names[j]} = {xj:.10g} is fractional"
+    m = len(model.row_names)
+    if m:
+        activity, magnitude = [0.0] * m, [0.0] * m
+        start, index, value = model.start, model.index, model.value
+        for j, xj in enumerate(x):  # column by column, each column's entries in order: np.bincount's summation
+            for k in range(start[j], start[j + 1]):
+                i = index[k]
+                contrib = value[k] * xj
+                activity[i] += contrib
+                magnitude[i] += abs(contrib)
+        rlo, rhi = model.row_lower, model.row_upper
+        for r in range(m):
+            slack = tol * max(1.0, max(magnitude[r], min(abs(rlo[r]), abs(rhi[r]))))
+            if activity[r] < rlo[r] - slack or activity[r] > rhi[r] + slack:
+                return (f"constraint {model.row_names[r]}: activity {activity[r]:.10g} outside "
+                        f"[{rlo[r]:.10g}, {rhi[r]:.10g}]")
+    return ""
+
+
+def _check_highs(mps: str, solution: dict[str, Any], objective: float, sense: str | None) -> str | None:
+    """``check_record`` through HiGHS's MPS reader and numpy."""
     import numpy as np
 
     lp = _read(mps)
