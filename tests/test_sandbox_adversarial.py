@@ -101,6 +101,17 @@ def test_memory_bomb(pool: Pool) -> None:
     assert_pool_healthy(pool)
 
 
+def test_an_oom_kill_is_charged_to_its_own_program_only(pool: Pool) -> None:
+    """The worker reads each sub-slot's OOM count once per program (after it): a program whose helper process was
+    OOM-killed is memory_limit even though it finished, and the programs after it, on either sub-slot (the
+    OOM's one included), are not."""
+    hog = "x = bytearray(1 << 30); x[::4096] = b'1' * (1 << 18)"  # touches 1 GB, cap 384 MB
+    e = run(pool, f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {hog!r}])\n" + GOOD)
+    assert e.status == ExecStatus.MEMORY_LIMIT and e.objective == 14.0, e.error
+    for _ in range(4):
+        assert_pool_healthy(pool)
+
+
 def test_busy_loop_in_python(pool: Pool) -> None:
     e = run(pool, "while True:\n    pass\n")
     assert e.status in (ExecStatus.TIMEOUT_CPU, ExecStatus.TIMEOUT_WALL), e.error

@@ -232,7 +232,7 @@ class WorkerProcess:
         if reply is None or reply.get("type") != "result":
             return None, True
         try:
-            execution, suspect = _execution(reply["execution"])
+            execution, suspect = _execution(reply["execution"] | {"program_id": program.program_id})
         except (TypeError, ValueError, KeyError):  # a worker speaking another version of the protocol
             return None, True
         return execution, suspect or bool(reply.get("anomaly"))

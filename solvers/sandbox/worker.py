@@ -15,11 +15,9 @@ import ctypes
 import dataclasses
 import gc
 import importlib
-import json
 import os
 import resource
 import select
-import selectors
 import shutil
 import signal
 import sys
@@ -97,6 +95,7 @@ class Worker:
         # nothing arrived after it.
         self.parsed: tuple[bytes, list[dict[str, Any]], str | None] | None = None
         self.zygote: Zygote | None = None  # started at the end of preload: it forks every child
+        self.oom_counts: dict[SlotCgroup, int] = {}  # each sub-slot's OOM-kill count after its last program
 
     def preload(self) -> list[str]:
         for var in THREAD_VARS:
@@ -168,7 +167,10 @@ class Worker:
         if p is None:
             return
         self._reap(p.pid)
-        self.left_behind += self._kill_rest(p.pid, p.cgroup)
+        left = self._kill_rest(p.pid, p.cgroup)
+        if left and p.cgroup:
+            self.oom_counts.pop(p.cgroup, None)  # its leftovers may have been OOM-killed: read the count afresh
+        self.left_behind += left
         shutil.rmtree(p.workdir, ignore_errors=True)
 
     def discard(self) -> None:
@@ -186,14 +188,15 @@ class Worker:
                 os.close(fd)
         shutil.rmtree(p.workdir, ignore_errors=True)
 
-    def run(self, payload: bytes, program_id: str) -> tuple[dict[str, Any], bool]:
-        """Run one program (``payload``: its JSON message, forwarded to the child unchanged); returns the fields of
-        its ``Execution`` and whether the worker saw an anomaly (then it is recycled)."""
+    def run(self, payload: bytes) -> tuple[dict[str, Any], bool]:
+        """Run one program (``payload``: its JSON message, forwarded to the child unchanged, never parsed here);
+        returns the fields of its ``Execution`` but the program id (the parent knows it) and whether the worker
+        saw an anomaly (then it is recycled)."""
         self.prepare()
         p, self.prepared = self.prepared, None
         assert p is not None
         self._forked(p)
-        oom_before = p.cgroup.oom_kills() if p.cgroup else 0
+        oom_before = self._oom_seen(p.cgroup)
         start = time.monotonic()
         try:
             write_frame(p.prog_w, payload)
@@ -207,7 +210,7 @@ class Worker:
         self.finish()
         self.prepare()
         try:
-            execution, anomaly = self._supervise(program_id, p, start, oom_before)
+            execution, anomaly = self._supervise(p, start, oom_before)
             return execution, anomaly or self.left_behind > 0
         finally:
             for fd in (p.out_r, p.err_r, p.chan_r):
@@ -216,18 +219,27 @@ class Worker:
             if self.finishing is not p:
                 shutil.rmtree(p.workdir, ignore_errors=True)
 
-    def _supervise(self, program_id: str, prepared: Prepared, start: float,
-                   oom_before: int) -> tuple[dict[str, Any], bool]:
+    def _oom_seen(self, cgroup: SlotCgroup | None) -> int:
+        """The sub-slot's OOM-kill count as of its last program (read once per program, after it: a sub-slot runs
+        one program at a time, so the count cannot move in between but through that program's leftovers, after
+        which ``finish`` reads it again)."""
+        if cgroup is None:
+            return 0
+        if cgroup not in self.oom_counts:
+            self.oom_counts[cgroup] = cgroup.oom_kills()
+        return self.oom_counts[cgroup]
+
+    def _supervise(self, prepared: Prepared, start: float, oom_before: int) -> tuple[dict[str, Any], bool]:
         cfg = self.config
         pid, out_r, err_r, chan_r, key = prepared.pid, prepared.out_r, prepared.err_r, prepared.chan_r, prepared.key
         buffers = {out_r: bytearray(), err_r: bytearray(), chan_r: bytearray()}
         totals = {out_r: 0, err_r: 0}
-        sel = selectors.DefaultSelector()
+        sel = select.epoll()  # bare: selectors' keys and maps cost more than the rest of this loop
         for fd in buffers:
             os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_READ)
+            sel.register(fd, select.EPOLLIN)
         pidfd, prepared.pidfd = prepared.pidfd, -1  # closed below
-        sel.register(pidfd, selectors.EVENT_READ)
+        sel.register(pidfd, select.EPOLLIN)
         exited: tuple[int, float, int] | None = None  # wait status, CPU s, peak RSS KB
         deadline = start + cfg.timeout_s
         timed_out = output_flood = channel_flood = False
@@ -241,8 +253,7 @@ class Worker:
                 if remaining <= 0:
                     timed_out = True
                     break
-                for skey, _ in sel.select(timeout=min(remaining, 1.0)):
-                    fd = skey.fd
+                for fd, _ in sel.poll(min(remaining, 1.0)):
                     if fd == pidfd:
                         exited = self._reap(pid)
                         break
@@ -279,9 +290,9 @@ class Worker:
                 leftovers = self._kill_rest(pid, prepared.cgroup)
                 drain_until = time.monotonic() + 0.5
                 while open_fds and time.monotonic() < drain_until:
-                    for skey, _ in sel.select(timeout=0.05):
-                        if skey.fd != pidfd:
-                            self._read_into(skey.fd, buffers, totals, sel, open_fds, chan_r)
+                    for fd, _ in sel.poll(0.05):
+                        if fd != pidfd:
+                            self._read_into(fd, buffers, totals, sel, open_fds, chan_r)
         finally:
             sel.close()
             os.close(pidfd)
@@ -302,7 +313,10 @@ class Worker:
         self.parsed = None
         if channel_flood:
             channel_error = "result channel flooded"
-        oom = (prepared.cgroup.oom_kills() - oom_before) if prepared.cgroup else 0
+        oom = 0
+        if prepared.cgroup:
+            self.oom_counts[prepared.cgroup] = prepared.cgroup.oom_kills()
+            oom = self.oom_counts[prepared.cgroup] - oom_before
         obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
                        cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers, models_expected=cfg.capture_mps)
@@ -332,7 +346,6 @@ class Worker:
         # model, with HiGHS and numpy) and validates the ``Execution``. Doing that here would load and touch, and
         # so copy, pages shared with the next child.
         execution = {
-            "program_id": program_id,
             "stdout": out[:cap].decode("utf-8", "replace"), "stderr": err[:cap].decode("utf-8", "replace"),
             "stdout_truncated": totals[out_r] > cap, "stderr_truncated": totals[err_r] > cap,
             "wall_s": round(wall, 4), "cpu_s": round(cpu_s, 4), "max_rss_mb": round(max_rss_kb / 1024.0, 2),
@@ -358,7 +371,7 @@ class Worker:
             return None
         return messages[-1]
 
-    def _read_into(self, fd: int, buffers: dict[int, bytearray], totals: dict[int, int], sel: Any,
+    def _read_into(self, fd: int, buffers: dict[int, bytearray], totals: dict[int, int], sel: select.epoll,
                    open_fds: set[int], chan_r: int) -> bool:
         try:
             data = os.read(fd, 1 << 16)
@@ -367,7 +380,7 @@ class Worker:
         except OSError:
             data = b""
         if not data:
-            with contextlib.suppress(KeyError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
                 sel.unregister(fd)
             open_fds.discard(fd)
             return False
@@ -439,8 +452,7 @@ def main() -> None:
         payload = read_frame(proto_in)
         if payload is None:
             break
-        program_id = str(json.loads(payload)["program"]["program_id"])
-        execution, anomaly = worker.run(payload, program_id)
+        execution, anomaly = worker.run(payload)
         write_msg(proto_out, {"type": "result", "execution": execution, "anomaly": anomaly})
         if anomaly:  # an anomalous worker is about to be replaced: no child for it
             worker.discard()
