@@ -80,3 +80,19 @@ def test_checkout_under_tmp_stays_visible_over_the_private_tmp():
     for path in _repo_paths():
         binds = [i for i in range(len(cmd) - 2) if cmd[i] == "--ro-bind" and cmd[i + 2] == path]
         assert binds and all(i > tmpfs_at for i in binds), path
+
+
+def test_programs_compile_as_python_prog_py_compiles_them() -> None:
+    """The child compiles each program without the sandbox's own ``from __future__`` flags, so annotations are
+    evaluated as under ``python prog.py``; a compiler warning reaches the program's stderr, and tracebacks name the
+    program's file."""
+    programs = [
+        Program(program_id="annotations", code="def f(x: int) -> int:\n    return x\nprint(f.__annotations__)\n"),
+        Program(program_id="warning", code="x = 1\nif x is 1:\n    print('one')\n"),
+        Program(program_id="traceback", code="import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+                                            "    traceback.print_exc()\n"),
+    ]
+    got = {e.program_id: e for e in run_batch(programs, SandboxConfig(timeout_s=30, preload=()), workers=1)}
+    assert got["annotations"].stdout == "{'x': <class 'int'>, 'return': <class 'int'>}\n"
+    assert got["warning"].stdout == "one\n" and "SyntaxWarning" in got["warning"].stderr
+    assert 'program.py", line 3' in got["traceback"].stderr and "1 / 0" in got["traceback"].stderr

@@ -183,7 +183,8 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, re
             send({"type": "done", "outcome": "no_code"})
             os._exit(0)
         try:  # straight from source: building Python AST objects first costs ~half as much again
-            code_obj = compile(program.code, path, "exec")
+            # dont_inherit: none of this module's __future__ flags (``python prog.py`` compiles with none)
+            code_obj = compile(program.code, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             if isinstance(exc, SyntaxError):
                 exc.filename = PROGRAM_NAME  # the message names the program, not the sandbox's path
