@@ -36,7 +36,6 @@ simply call infinite.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 INF = math.inf
@@ -47,8 +46,6 @@ _INFINITE_BOUND = 1e20
 # HiGHS, with a margin around each threshold.
 _SMALL_ENTRY = 1e-8
 _LARGE = 1e15
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_ODD_CHARS = re.compile(r"[^\n\x20-\x7e]")
 # HiGHS's section keywords (HMpsFF::checkFirstWord). The first five are keywords even with text after them.
 _ALWAYS_KEYWORDS = {"NAME", "OBJSENSE", "QCMATRIX", "QSECTION", "CSECTION"}
 _KEYWORDS = _ALWAYS_KEYWORDS | {"ROWS", "COLUMNS", "RHS", "BOUNDS", "RANGES", "QMATRIX", "QUADOBJ", "DELAYEDROWS",
@@ -67,8 +64,9 @@ class _Unsure(Exception):
 
 @dataclass
 class MpsModel:
-    """What ``Highs.getModel().lp_`` holds after reading the same text. The matrix is column-wise, each column's
-    entries in the order HiGHS keeps (the file's)."""
+    """What ``Highs.getModel().lp_`` holds after reading the same text. ``columns[j]``: column j's (row, value)
+    entries in the order HiGHS keeps them (the file's); ``start`` / ``index`` / ``value`` give them as HiGHS's
+    column-wise matrix."""
 
     col_names: list[str]
     col_lower: list[float]
@@ -78,16 +76,29 @@ class MpsModel:
     row_names: list[str]
     row_lower: list[float]
     row_upper: list[float]
-    start: list[int]
-    index: list[int]
-    value: list[float]
+    columns: list[list[tuple[int, float]]]
     offset: float
     maximize: bool
+
+    @property
+    def start(self) -> list[int]:
+        out = [0]
+        for column in self.columns:
+            out.append(out[-1] + len(column))
+        return out
+
+    @property
+    def index(self) -> list[int]:
+        return [i for column in self.columns for i, _ in column]
+
+    @property
+    def value(self) -> list[float]:
+        return [a for column in self.columns for _, a in column]
 
 
 def parse(text: str) -> MpsModel | None:
     """The model HiGHS would read from ``text``, or None when this reader is not certain to agree with HiGHS."""
-    if _ODD_CHARS.search(text):
+    if not (text.isascii() and text.replace("\n", "").isprintable()):  # only printable ASCII and newlines
         return None
     try:
         return _Reader().read(text)
@@ -96,9 +107,15 @@ def parse(text: str) -> MpsModel | None:
 
 
 def _number(token: str) -> float:
-    if not _NUMBER.match(token):
+    """A plain decimal number, as glibc's strtod (HiGHS's atof) reads it: both round correctly. Python's float()
+    also takes what strtod reads otherwise or not at all (inf, nan, digit separators): those are left to HiGHS."""
+    try:
+        value = float(token)
+    except ValueError:
+        raise _Unsure(token) from None
+    if value - value != 0.0 or "_" in token:  # inf, nan; 1_000
         raise _Unsure(token)
-    return float(token)  # correctly rounded, as glibc's strtod (HiGHS's atof)
+    return value
 
 
 class _Reader:
@@ -117,7 +134,9 @@ class _Reader:
         self.lower: list[float] = []
         self.upper: list[float] = []
         self.entries: list[list[tuple[int, float]]] = []
-        self.column_rows: set[int] = set()  # rows with an entry in the column being read
+        self.column = ""  # the column being read, its entries, and the rows they are in
+        self.column_entries: list[tuple[int, float]] = []
+        self.column_rows: set[int] = set()
         self.integral = False
         self.offset = 0.0
         self.has_rhs: set[str] = set()
@@ -127,54 +146,55 @@ class _Reader:
 
     def read(self, text: str) -> MpsModel:
         section, stage, first = "", 0, True
+        handlers = {"ROWS": self._row, "COLUMNS": self._column, "RHS": self._rhs, "RANGES": self._range,
+                    "BOUNDS": self._bound}  # any other section takes no data (after ENDATA: no section either)
+        handle = self._no_data
         for line in text.split("\n"):
             if not line or line[0] == "*":
                 continue
             tokens = line.split()
             if not tokens:
                 continue
-            word = tokens[0].upper()
-            if section == "ENDATA":
-                raise _Unsure("text after ENDATA")
-            if word in _ALWAYS_KEYWORDS or (len(tokens) == 1 and len(word) > 1 and (
-                    word in _KEYWORDS or word.startswith(("MAX", "MIN")))):
-                if word == "NAME":
-                    if not first:
-                        raise _Unsure("NAME not first")
-                    section = "NAME"
-                elif section == "OBJSENSE" and word.startswith(("MAX", "MIN")):
-                    self.maximize = word.startswith("MAX")
-                elif word not in _ORDER or _ORDER[word] <= stage or (word == "OBJSENSE" and stage > 0) \
-                        or (_ORDER[word] > _ORDER["COLUMNS"] and stage < _ORDER["COLUMNS"]) \
-                        or (word == "COLUMNS" and stage != _ORDER["ROWS"]):
-                    raise _Unsure(f"section {word}")
-                else:
-                    section, stage = word, _ORDER[word]
-                    if word == "OBJSENSE" and len(tokens) > 1:
-                        sense = tokens[1].upper()
-                        if len(tokens) > 2 or sense not in ("MAX", "MIN"):
-                            raise _Unsure("OBJSENSE line")
-                        self.maximize = sense == "MAX"
-                    elif word == "COLUMNS" and not self.objective:
-                        raise _Unsure("no objective row")
-                first = False
-                continue
+            # A keyword alone on its line starts a section, and so do the five always-keywords (4 or 8 letters long)
+            # with anything after them; any other line is data, whatever its first word (HiGHS's checkFirstWord).
+            if len(tokens) == 1 or len(tokens[0]) in (4, 8):
+                word = tokens[0].upper()
+                if word in _ALWAYS_KEYWORDS or (len(tokens) == 1 and len(word) > 1 and (
+                        word in _KEYWORDS or word.startswith(("MAX", "MIN")))):
+                    section, stage = self._section(word, tokens, section, stage, first)
+                    handle = handlers.get(section, self._no_data)
+                    first = False
+                    continue
             first = False
-            if section == "ROWS":
-                self._row(tokens)
-            elif section == "COLUMNS":
-                self._column(tokens)
-            elif section == "RHS":
-                self._rhs(tokens)
-            elif section == "RANGES":
-                self._range(tokens)
-            elif section == "BOUNDS":
-                self._bound(tokens)
-            else:
-                raise _Unsure(f"data in section {section or 'none'}")
+            handle(tokens)
         if section != "ENDATA" or self.integral:
             raise _Unsure("no ENDATA, or an open MARKER block")
         return self._model()
+
+    def _section(self, word: str, tokens: list[str], section: str, stage: int, first: bool) -> tuple[str, int]:
+        """The section (and its stage in ``_ORDER``) that a keyword line leaves the reader in."""
+        if word == "NAME":
+            if not first:
+                raise _Unsure("NAME not first")
+            return "NAME", stage
+        if section == "OBJSENSE" and word.startswith(("MAX", "MIN")):
+            self.maximize = word.startswith("MAX")
+            return section, stage
+        if word not in _ORDER or _ORDER[word] <= stage or (word == "OBJSENSE" and stage > 0) \
+                or (_ORDER[word] > _ORDER["COLUMNS"] and stage < _ORDER["COLUMNS"]) \
+                or (word == "COLUMNS" and stage != _ORDER["ROWS"]):
+            raise _Unsure(f"section {word}")
+        if word == "OBJSENSE" and len(tokens) > 1:
+            sense = tokens[1].upper()
+            if len(tokens) > 2 or sense not in ("MAX", "MIN"):
+                raise _Unsure("OBJSENSE line")
+            self.maximize = sense == "MAX"
+        elif word == "COLUMNS" and not self.objective:
+            raise _Unsure("no objective row")
+        return word, _ORDER[word]
+
+    def _no_data(self, tokens: list[str]) -> None:
+        raise _Unsure("a data line outside ROWS, COLUMNS, RHS, RANGES and BOUNDS")
 
     def _row(self, tokens: list[str]) -> None:
         if len(tokens) != 2 or tokens[0] not in ("N", "L", "G", "E"):
@@ -193,17 +213,19 @@ class _Reader:
         self.row_upper.append(INF if kind == "G" else 0.0)
 
     def _column(self, tokens: list[str]) -> None:
-        if len(tokens) >= 2 and tokens[1] == "'MARKER'":
-            if len(tokens) != 3 or tokens[2] != ("'INTEND'" if self.integral else "'INTORG'"):
+        n = len(tokens)
+        if n >= 2 and tokens[1] == "'MARKER'":
+            if n != 3 or tokens[2] != ("'INTEND'" if self.integral else "'INTORG'"):
                 raise _Unsure("MARKER line")
             self.integral = not self.integral
             return
-        if len(tokens) not in (3, 5):
+        if n != 3 and n != 5:
             raise _Unsure("COLUMNS line")
         name = tokens[0]
-        if not self.col_names or name != self.col_names[-1]:
+        if name != self.column:
             if name in self.col_of:
                 raise _Unsure("column reappears")
+            self.column = name
             self.col_of[name] = len(self.col_names)
             self.col_names.append(name)
             self.cost.append(0.0)
@@ -211,21 +233,21 @@ class _Reader:
             self.binary.append(self.integral)
             self.lower.append(0.0)
             self.upper.append(INF)
-            self.entries.append([])
+            self.column_entries = []
+            self.entries.append(self.column_entries)
             self.column_rows = set()
-        j = len(self.col_names) - 1
-        for k in range(1, len(tokens), 2):
+        for k in (1, 3) if n == 5 else (1,):
             row, value = tokens[k], _number(tokens[k + 1])
             if row == self.objective:
-                if value and not self.cost[j]:  # a repeated cost is ignored (HiGHS warns)
-                    self.cost[j] = value
+                if value and not self.cost[-1]:  # a repeated cost is ignored (HiGHS warns)
+                    self.cost[-1] = value
                 continue
             i = self.row_of.get(row)
             if i is None:
                 raise _Unsure("unknown row in COLUMNS")
             if value and i not in self.column_rows:  # a repeated entry is ignored (HiGHS warns)
                 self.column_rows.add(i)
-                self.entries[j].append((i, value))
+                self.column_entries.append((i, value))
 
     def _rhs(self, tokens: list[str]) -> None:
         if len(tokens) not in (3, 5) or tokens[0] in self.row_of or tokens[0] == self.objective:
@@ -301,25 +323,22 @@ class _Reader:
         for j, binary in enumerate(self.binary):
             if binary:
                 self.lower[j], self.upper[j] = 0.0, 1.0
-        start, index, value = [0], [], []
         for column in self.entries:
-            for i, a in column:
-                if abs(a) <= _SMALL_ENTRY or abs(a) >= _LARGE:
+            for _, a in column:
+                if not _SMALL_ENTRY < abs(a) < _LARGE:
                     raise _Unsure("coefficient HiGHS drops or rejects")
-                index.append(i)
-                value.append(a)
-            start.append(len(index))
         if any(abs(c) >= _LARGE for c in self.cost) or abs(self.offset) >= _LARGE:
             raise _Unsure("huge cost")
         return MpsModel(self.col_names, _lower(self.lower), _upper(self.upper), self.cost, self.integer,
-                        list(self.row_of), _lower(self.row_lower), _upper(self.row_upper), start, index, value,
+                        list(self.row_of), _lower(self.row_lower), _upper(self.row_upper), self.entries,
                         self.offset, self.maximize)
 
 
 def _lower(values: list[float]) -> list[float]:
+    """Lower bounds as passModel leaves them: at or below -1e20, -inf; other huge values are left to HiGHS."""
     out = []
     for v in values:
-        if abs(v) >= _LARGE and v != -INF:
+        if not -_LARGE < v < _LARGE and v != -INF:
             if v > -_INFINITE_BOUND:
                 raise _Unsure("huge lower bound")
             v = -INF
@@ -328,9 +347,10 @@ def _lower(values: list[float]) -> list[float]:
 
 
 def _upper(values: list[float]) -> list[float]:
+    """Upper bounds as passModel leaves them: at or above 1e20, inf; other huge values are left to HiGHS."""
     out = []
     for v in values:
-        if abs(v) >= _LARGE and v != INF:
+        if not -_LARGE < v < _LARGE and v != INF:
             if v < _INFINITE_BOUND:
                 raise _Unsure("huge upper bound")
             v = INF

@@ -431,31 +431,33 @@ def _pairwise(a: list[float], lo: int, n: int) -> float:
 
 def _infeasibility_parsed(model: MpsModel, x: list[float], tol: float, int_tol: float) -> str:
     """``_infeasibility`` on a model read by ``mps.parse``: the same comparisons in the same order, so the same first
-    violation and the same numbers in the reason."""
-    names, lower, upper = model.col_names, model.col_lower, model.col_upper
-    for j, xj in enumerate(x):
-        slack = tol * max(1.0, abs(xj))
-        if xj < lower[j] - slack or xj > upper[j] + slack:
-            return f"variable {names[j]} = {xj:.10g} outside its bounds [{lower[j]:.10g}, {upper[j]:.10g}]"
-    for j, xj in enumerate(x):
-        if model.integer[j] and abs(xj - round(xj)) > int_tol * max(1.0, abs(xj)):
-            return f"integer variable {names[j]} = {xj:.10g} is fractional"
+    violation and the same numbers in the reason (``a if a > 1.0 else 1.0`` is ``np.maximum(1.0, a)``: no NaN here)."""
+    names = model.col_names
+    for j, (xj, lo, up) in enumerate(zip(x, model.col_lower, model.col_upper, strict=True)):
+        a = abs(xj)
+        slack = tol * (a if a > 1.0 else 1.0)
+        if xj < lo - slack or xj > up + slack:
+            return f"variable {names[j]} = {xj:.10g} outside its bounds [{lo:.10g}, {up:.10g}]"
+    for j, (xj, integer) in enumerate(zip(x, model.integer, strict=True)):
+        if integer:
+            a = abs(xj)
+            if abs(xj - round(xj)) > int_tol * (a if a > 1.0 else 1.0):
+                return f"integer variable {names[j]} = {xj:.10g} is fractional"
     m = len(model.row_names)
     if m:
         activity, magnitude = [0.0] * m, [0.0] * m
-        start, index, value = model.start, model.index, model.value
-        for j, xj in enumerate(x):  # column by column, each column's entries in order: np.bincount's summation
-            for k in range(start[j], start[j + 1]):
-                i = index[k]
-                contrib = value[k] * xj
+        for xj, column in zip(x, model.columns, strict=True):  # column by column, in order: np.bincount's sums
+            for i, a in column:
+                contrib = a * xj
                 activity[i] += contrib
                 magnitude[i] += abs(contrib)
-        rlo, rhi = model.row_lower, model.row_upper
-        for r in range(m):
-            slack = tol * max(1.0, max(magnitude[r], min(abs(rlo[r]), abs(rhi[r]))))
-            if activity[r] < rlo[r] - slack or activity[r] > rhi[r] + slack:
-                return (f"constraint {model.row_names[r]}: activity {activity[r]:.10g} outside "
-                        f"[{rlo[r]:.10g}, {rhi[r]:.10g}]")
+        for r, (act, mag, lo, up) in enumerate(zip(activity, magnitude, model.row_lower, model.row_upper,
+                                                    strict=True)):
+            bound = min(abs(lo), abs(up))
+            big = mag if mag > bound else bound
+            slack = tol * (big if big > 1.0 else 1.0)
+            if act < lo - slack or act > up + slack:
+                return f"constraint {model.row_names[r]}: activity {act:.10g} outside [{lo:.10g}, {up:.10g}]"
     return ""
 
 
