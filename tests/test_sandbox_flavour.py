@@ -3,6 +3,10 @@ others), the pool keeps a bounded number of workers, and an evicted flavour come
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from solvers.records import ExecStatus
@@ -13,6 +17,7 @@ from solvers.sandbox.flavour import flavour
 MODULES = ("mailbox", "ftplib", "wave", "plistlib", "imaplib")
 CONFIG = SandboxConfig(timeout_s=20, preload=MODULES)
 RAN = ExecStatus.NO_SOLVE_CALL  # the probes ran to the end; they call no solver
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_flavour_rules() -> None:
@@ -64,3 +69,56 @@ def test_worker_count_is_bounded_and_evicted_flavours_return(pool: Pool) -> None
     again = pool.run(_probe(MODULES[0]))  # its worker was the least recently used: evicted, started afresh
     assert again.status == RAN and again.stdout.strip() == repr([MODULES[0]])
     assert all(w.proc.poll() is None for w in pool._idle)
+
+
+CPSAT = """
+import sys
+preloaded_pandas = 'pandas' in sys.modules
+from ortools.sat.python import cp_model
+m = cp_model.CpModel()
+x = [m.NewIntVar(0, 2, f"x{i}") for i in range(3)]
+m.Add(sum(x) <= 4)
+m.Maximize(3 * x[0] + 2 * x[1] + x[2])
+s = cp_model.CpSolver(); s.parameters.num_workers = 1
+s.Solve(m)
+print(preloaded_pandas, 'pandas' in sys.modules)
+"""
+CPSAT_PANDAS = """
+import sys
+preloaded_pandas = 'pandas' in sys.modules
+import pandas as pd
+from ortools.sat.python import cp_model
+m = cp_model.CpModel()
+x = m.new_int_var_series(name="x", index=pd.Index(range(3)), lower_bounds=0, upper_bounds=2)
+m.Add(x.sum() <= 4)
+m.Maximize(3 * x[0] + 2 * x[1] + x[2])
+s = cp_model.CpSolver(); s.parameters.num_workers = 1
+s.Solve(m)
+print(preloaded_pandas, type(s.values(x)).__name__)
+"""
+
+
+def test_cp_sat_worker_defers_pandas_unless_the_program_imports_it() -> None:
+    """cp_model imports pandas for its pandas helpers only; a CP-SAT program that never names pandas runs on a
+    worker that deferred it (deferred.py: ~40 MB and ~500 mappings less for each fork and exit), one that imports
+    pandas on a worker that preloaded it, and both solve."""
+    pool = Pool(SandboxConfig(timeout_s=30), 1)  # the default preload: every library, pandas included
+    try:
+        plain = pool.run(Program(program_id="plain", code=CPSAT))
+        with_pandas = pool.run(Program(program_id="pandas", code=CPSAT_PANDAS))
+    finally:
+        pool.close()
+    assert plain.status == ExecStatus.OK and plain.objective == 10.0 and plain.stdout.split() == ["False", "False"]
+    assert with_pandas.status == ExecStatus.OK and with_pandas.objective == 10.0
+    assert with_pandas.stdout.split() == ["True", "Series"]
+
+
+def test_deferred_module_becomes_the_real_one_on_first_use() -> None:
+    code = ("import sys\nfrom solvers.sandbox import deferred\n"
+            "cp_model = deferred.import_module('ortools.sat.python.cp_model')\n"
+            "before = 'pandas' in sys.modules\n"
+            "total = int(cp_model.pd.Series([1, 2]).sum())\n"  # any real use loads pandas
+            "import pandas\n"
+            "print(before, total, cp_model.pd.Series is pandas.Series, type(sys.modules['pandas']).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "3", "True", "module"]

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from solvers.sandbox.given import cpu_limit
 
 # Solver libraries a warm worker imports once, so that a program pays nothing for them (the fork shares them).
-DEFAULT_PRELOAD = ("numpy", "gurobipy", "pyomo.environ", "ortools.linear_solver.pywraplp",
+# pandas is listed so that a program that imports it gets a worker that preloaded it; cp_model's worker defers it
+# otherwise (deferred.py).
+DEFAULT_PRELOAD = ("numpy", "pandas", "gurobipy", "pyomo.environ", "ortools.linear_solver.pywraplp",
                    "ortools.sat.python.cp_model", "coptpy", "highspy", "docplex.mp.model", "pulp")
 
 

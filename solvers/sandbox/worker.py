@@ -14,7 +14,6 @@ import contextlib
 import ctypes
 import dataclasses
 import gc
-import importlib
 import os
 import resource
 import select
@@ -26,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from solvers.sandbox import capture, seccomp
+from solvers.sandbox import capture, deferred, seccomp
 from solvers.sandbox.cgroups import SlotCgroup
 from solvers.sandbox.channel import parse_frames, read_frame, read_msg, write_frame, write_msg
 from solvers.sandbox.child import remember_sandbox_modules
@@ -103,7 +102,7 @@ class Worker:
         capture.load_hook_modules()
         for name in self.config.preload:
             with contextlib.suppress(Exception):
-                importlib.import_module(name)
+                deferred.import_module(name)  # cp_model without pandas unless the flavour names it (deferred.py)
         installed = capture.install_available(preload=False)
         capture.install_import_hook()
         if seccomp.supported():
