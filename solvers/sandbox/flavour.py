@@ -2,7 +2,7 @@
 
 A fork copies the worker's page tables and every program's exit tears them down, so a worker that imported every
 solver library (about 1,300 mappings, 90 MB of Python heap with OR-Tools' pandas and pyarrow) makes each program
-pay for libraries it never touches. The pool keeps one kind of worker per flavour instead: a gurobipy program is
+pay for libraries it never touches (for pandas, which cp_model imports for an optional API, see ``deferred.py``). The pool keeps one kind of worker per flavour instead: a gurobipy program is
 forked from a worker that imported gurobipy only. A module the program imports that its flavour did not preload
 (a dynamic import, say) is simply imported in the child: slower, never wrong.
 """
