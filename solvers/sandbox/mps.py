@@ -52,6 +52,7 @@ _KEYWORDS = _ALWAYS_KEYWORDS | {"ROWS", "COLUMNS", "RHS", "BOUNDS", "RANGES", "Q
                                 "MODELCUTS", "USERCUTS", "INDICATORS", "SETS", "SOS", "GENCONS", "PWLOBJ", "PWLNAM",
                                 "PWLCON", "ENDATA"}
 _ORDER = {"OBJSENSE": 1, "ROWS": 2, "COLUMNS": 3, "RHS": 4, "RANGES": 5, "BOUNDS": 6, "ENDATA": 7}
+_COLUMNS = _ORDER["COLUMNS"]
 # bound type -> (sets lower, sets upper, integer, takes a value)
 _BOUNDS = {"UP": (False, True, False, True), "LO": (True, False, False, True), "FX": (True, True, False, True),
            "LI": (True, False, True, True), "UI": (False, True, True, True), "MI": (True, False, False, False),
@@ -101,237 +102,210 @@ def parse(text: str) -> MpsModel | None:
     if not (text.isascii() and text.replace("\n", "").isprintable()):  # only printable ASCII and newlines
         return None
     try:
-        return _Reader().read(text)
-    except _Unsure:
+        return _read(text)
+    except (_Unsure, ValueError):  # ValueError: a number float() cannot read
         return None
 
 
 def _number(token: str) -> float:
-    """A plain decimal number, as glibc's strtod (HiGHS's atof) reads it: both round correctly. Python's float()
-    also takes what strtod reads otherwise or not at all (inf, nan, digit separators): those are left to HiGHS."""
-    try:
-        value = float(token)
-    except ValueError:
-        raise _Unsure(token) from None
+    """A plain decimal number, as glibc's strtod (HiGHS's atof) reads it: both round correctly. What float() takes
+    and strtod reads otherwise or not at all (inf, nan, digit separators) is left to HiGHS; what float() refuses
+    raises ValueError (``parse`` returns None)."""
+    value = float(token)
     if value - value != 0.0 or "_" in token:  # inf, nan; 1_000
         raise _Unsure(token)
     return value
 
 
-class _Reader:
-    def __init__(self) -> None:
-        self.maximize = False
-        self.objective = ""
-        self.row_of: dict[str, int] = {}  # constraint rows; the objective is self.objective
-        self.row_type: list[str] = []
-        self.row_lower: list[float] = []
-        self.row_upper: list[float] = []
-        self.col_of: dict[str, int] = {}
-        self.col_names: list[str] = []
-        self.cost: list[float] = []
-        self.integer: list[bool] = []
-        self.binary: list[bool] = []
-        self.lower: list[float] = []
-        self.upper: list[float] = []
-        self.entries: list[list[tuple[int, float]]] = []
-        self.column = ""  # the column being read, its entries, and the rows they are in
-        self.column_entries: list[tuple[int, float]] = []
-        self.column_rows: set[int] = set()
-        self.integral = False
-        self.offset = 0.0
-        self.has_rhs: set[str] = set()
-        self.has_range: set[int] = set()
-        self.has_lower: set[int] = set()
-        self.has_upper: set[int] = set()
-
-    def read(self, text: str) -> MpsModel:
-        section, stage, first = "", 0, True
-        handlers = {"ROWS": self._row, "COLUMNS": self._column, "RHS": self._rhs, "RANGES": self._range,
-                    "BOUNDS": self._bound}  # any other section takes no data (after ENDATA: no section either)
-        handle = self._no_data
-        for line in text.split("\n"):
-            if not line or line[0] == "*":
-                continue
-            tokens = line.split()
-            if not tokens:
-                continue
-            # A keyword alone on its line starts a section, and so do the five always-keywords (4 or 8 letters long)
-            # with anything after them; any other line is data, whatever its first word (HiGHS's checkFirstWord).
-            if len(tokens) == 1 or len(tokens[0]) in (4, 8):
-                word = tokens[0].upper()
-                if word in _ALWAYS_KEYWORDS or (len(tokens) == 1 and len(word) > 1 and (
-                        word in _KEYWORDS or word.startswith(("MAX", "MIN")))):
-                    section, stage = self._section(word, tokens, section, stage, first)
-                    handle = handlers.get(section, self._no_data)
-                    first = False
-                    continue
-            first = False
-            handle(tokens)
-        if section != "ENDATA" or self.integral:
-            raise _Unsure("no ENDATA, or an open MARKER block")
-        return self._model()
-
-    def _section(self, word: str, tokens: list[str], section: str, stage: int, first: bool) -> tuple[str, int]:
-        """The section (and its stage in ``_ORDER``) that a keyword line leaves the reader in."""
-        if word == "NAME":
-            if not first:
-                raise _Unsure("NAME not first")
-            return "NAME", stage
-        if section == "OBJSENSE" and word.startswith(("MAX", "MIN")):
-            self.maximize = word.startswith("MAX")
-            return section, stage
-        if word not in _ORDER or _ORDER[word] <= stage or (word == "OBJSENSE" and stage > 0) \
-                or (_ORDER[word] > _ORDER["COLUMNS"] and stage < _ORDER["COLUMNS"]) \
-                or (word == "COLUMNS" and stage != _ORDER["ROWS"]):
-            raise _Unsure(f"section {word}")
-        if word == "OBJSENSE" and len(tokens) > 1:
-            sense = tokens[1].upper()
-            if len(tokens) > 2 or sense not in ("MAX", "MIN"):
-                raise _Unsure("OBJSENSE line")
-            self.maximize = sense == "MAX"
-        elif word == "COLUMNS" and not self.objective:
-            raise _Unsure("no objective row")
-        return word, _ORDER[word]
-
-    def _no_data(self, tokens: list[str]) -> None:
-        raise _Unsure("a data line outside ROWS, COLUMNS, RHS, RANGES and BOUNDS")
-
-    def _row(self, tokens: list[str]) -> None:
-        if len(tokens) != 2 or tokens[0] not in ("N", "L", "G", "E"):
-            raise _Unsure("ROWS line")
-        kind, name = tokens
-        if name in self.row_of or name == self.objective:
-            raise _Unsure("duplicate row name")
-        if kind == "N":
-            if self.objective:
-                raise _Unsure("a second N row")
-            self.objective = name
-            return
-        self.row_of[name] = len(self.row_type)
-        self.row_type.append(kind)
-        self.row_lower.append(-INF if kind == "L" else 0.0)
-        self.row_upper.append(INF if kind == "G" else 0.0)
-
-    def _column(self, tokens: list[str]) -> None:
+def _read(text: str) -> MpsModel:
+    """HiGHS's free-format parse (HMpsFF), its loadProblem and passModel's bound clean-up, for the constructs in the
+    module docstring; _Unsure for anything else. One function over local variables, section by section: it runs once
+    per captured record on the parent's cores, and attribute lookups per line would cost a third of it."""
+    maximize, objective, offset = False, "", 0.0
+    row_of: dict[str, int] = {}  # constraint rows (the objective is ``objective``)
+    row_type: list[str] = []
+    row_lower: list[float] = []
+    row_upper: list[float] = []
+    col_of: dict[str, int] = {}
+    col_names: list[str] = []
+    cost: list[float] = []
+    integer: list[bool] = []
+    columns: list[list[tuple[int, float]]] = []
+    lower: list[float] = []  # set up when COLUMNS ends
+    upper: list[float] = []
+    binary: list[bool] = []  # integer columns of a MARKER block stay binary until a BOUNDS entry names them
+    integral = False  # inside a MARKER INTORG / INTEND block
+    column, entries, in_column = "", [], set()  # the column being read, its entries and their rows
+    has_rhs: set[str] = set()
+    has_range: set[int] = set()
+    has_lower: set[int] = set()
+    has_upper: set[int] = set()
+    section, stage, first = "", 0, True
+    for line in text.split("\n"):
+        if not line or line[0] == "*":
+            continue
+        tokens = line.split()
         n = len(tokens)
-        if n >= 2 and tokens[1] == "'MARKER'":
-            if n != 3 or tokens[2] != ("'INTEND'" if self.integral else "'INTORG'"):
-                raise _Unsure("MARKER line")
-            self.integral = not self.integral
-            return
-        if n != 3 and n != 5:
-            raise _Unsure("COLUMNS line")
-        name = tokens[0]
-        if name != self.column:
-            if name in self.col_of:
-                raise _Unsure("column reappears")
-            self.column = name
-            self.col_of[name] = len(self.col_names)
-            self.col_names.append(name)
-            self.cost.append(0.0)
-            self.integer.append(self.integral)
-            self.binary.append(self.integral)
-            self.lower.append(0.0)
-            self.upper.append(INF)
-            self.column_entries = []
-            self.entries.append(self.column_entries)
-            self.column_rows = set()
-        for k in (1, 3) if n == 5 else (1,):
-            row, value = tokens[k], _number(tokens[k + 1])
-            if row == self.objective:
-                if value and not self.cost[-1]:  # a repeated cost is ignored (HiGHS warns)
-                    self.cost[-1] = value
+        if not n:
+            continue
+        # A keyword alone on its line starts a section, and so do the five always-keywords (4 or 8 letters long)
+        # with anything after them; any other line is data, whatever its first word (HiGHS's checkFirstWord).
+        if n == 1 or len(tokens[0]) in (4, 8):
+            word = tokens[0].upper()
+            if word in _ALWAYS_KEYWORDS or (n == 1 and len(word) > 1 and (
+                    word in _KEYWORDS or word.startswith(("MAX", "MIN")))):
+                if word == "NAME":
+                    if not first:
+                        raise _Unsure("NAME not first")
+                    section = "NAME"
+                elif section == "OBJSENSE" and word.startswith(("MAX", "MIN")):
+                    maximize = word.startswith("MAX")
+                else:
+                    order = _ORDER.get(word, 0)  # 0: a section this reader does not take
+                    if order <= stage or (order > _COLUMNS and stage < _COLUMNS) \
+                            or (order == _COLUMNS and stage != _COLUMNS - 1):
+                        raise _Unsure(f"section {word}")
+                    if word == "OBJSENSE" and n > 1:
+                        sense = tokens[1].upper()
+                        if n > 2 or sense not in ("MAX", "MIN"):
+                            raise _Unsure("OBJSENSE line")
+                        maximize = sense == "MAX"
+                    elif word == "COLUMNS" and not objective:
+                        raise _Unsure("no objective row")
+                    if stage == _COLUMNS:  # COLUMNS ends: every column has its default bounds
+                        lower, upper, binary = [0.0] * len(col_names), [INF] * len(col_names), list(integer)
+                    section, stage = word, order
+                first = False
                 continue
-            i = self.row_of.get(row)
-            if i is None:
-                raise _Unsure("unknown row in COLUMNS")
-            if value and i not in self.column_rows:  # a repeated entry is ignored (HiGHS warns)
-                self.column_rows.add(i)
-                self.column_entries.append((i, value))
-
-    def _rhs(self, tokens: list[str]) -> None:
-        if len(tokens) not in (3, 5) or tokens[0] in self.row_of or tokens[0] == self.objective:
-            raise _Unsure("RHS line")  # a row name first: HiGHS reads it as SIF (no set name)
-        for k in range(1, len(tokens), 2):
-            row, value = tokens[k], _number(tokens[k + 1])
-            if row in self.has_rhs:
-                continue  # a repeated RHS is ignored (HiGHS warns)
-            self.has_rhs.add(row)
-            if row == self.objective:
-                self.offset = -value
+        first = False
+        if section == "COLUMNS":
+            if n >= 2 and tokens[1] == "'MARKER'":
+                if n != 3 or tokens[2] != ("'INTEND'" if integral else "'INTORG'"):
+                    raise _Unsure("MARKER line")
+                integral = not integral
                 continue
-            i = self.row_of.get(row)
-            if i is None:
-                raise _Unsure("unknown row in RHS")
-            if self.row_type[i] in ("E", "L"):
-                self.row_upper[i] = value
-            if self.row_type[i] in ("E", "G"):
-                self.row_lower[i] = value
-
-    def _range(self, tokens: list[str]) -> None:
-        if len(tokens) not in (3, 5):
-            raise _Unsure("RANGES line")
-        for k in range(1, len(tokens), 2):
-            i, value = self.row_of.get(tokens[k]), _number(tokens[k + 1])
-            if i is None:
-                raise _Unsure("RANGES row")
-            if i in self.has_range:
-                continue  # a repeated range is ignored (HiGHS warns)
-            self.has_range.add(i)
-            kind = self.row_type[i]
-            if kind == "L" or (kind == "E" and value < 0):
-                self.row_lower[i] = self.row_upper[i] - abs(value)
-            elif kind == "G" or (kind == "E" and value > 0):
-                self.row_upper[i] = self.row_lower[i] + abs(value)
-
-    def _bound(self, tokens: list[str]) -> None:
-        spec = _BOUNDS.get(tokens[0])
-        if spec is None:
-            raise _Unsure(f"bound type {tokens[0]}")
-        sets_lower, sets_upper, integer, valued = spec
-        if len(tokens) != (4 if valued else 3) or tokens[1] in self.col_of:
-            raise _Unsure("BOUNDS line")  # a column name second: HiGHS reads it as SIF (no set name)
-        j = self.col_of.get(tokens[2])
-        if j is None:
-            raise _Unsure("unknown column in BOUNDS")  # HiGHS would add a column
-        if (sets_lower and j in self.has_lower) or (sets_upper and j in self.has_upper):
-            return  # the whole entry is ignored (HiGHS warns): gurobipy's "FX 0" then "BV" leaves a continuous [0, 0]
-        if sets_lower:
-            self.has_lower.add(j)
-        if sets_upper:
-            self.has_upper.add(j)
-        if not valued:
-            if tokens[0] == "BV":
-                self.integer[j], self.binary[j], self.upper[j] = True, True, 1.0
-            else:
-                self.binary[j] = False
-                if sets_lower:
-                    self.lower[j] = -INF
-                if sets_upper:
-                    self.upper[j] = INF
-            return
-        value = _number(tokens[3])
-        if integer:
-            self.integer[j] = True
-        if sets_lower:
-            self.lower[j] = value
-        if sets_upper:
-            self.upper[j] = value
-        self.binary[j] = False
-
-    def _model(self) -> MpsModel:
-        for j, binary in enumerate(self.binary):
-            if binary:
-                self.lower[j], self.upper[j] = 0.0, 1.0
-        for column in self.entries:
-            for _, a in column:
-                if not _SMALL_ENTRY < abs(a) < _LARGE:
-                    raise _Unsure("coefficient HiGHS drops or rejects")
-        if any(abs(c) >= _LARGE for c in self.cost) or abs(self.offset) >= _LARGE:
-            raise _Unsure("huge cost")
-        return MpsModel(self.col_names, _lower(self.lower), _upper(self.upper), self.cost, self.integer,
-                        list(self.row_of), _lower(self.row_lower), _upper(self.row_upper), self.entries,
-                        self.offset, self.maximize)
+            if n != 3 and n != 5:
+                raise _Unsure("COLUMNS line")
+            name = tokens[0]
+            if name != column:
+                if name in col_of:
+                    raise _Unsure("column reappears")  # HiGHS: a second column of that name, all names dropped
+                column = name
+                col_of[name] = len(col_names)
+                col_names.append(name)
+                cost.append(0.0)
+                integer.append(integral)
+                entries, in_column = [], set()
+                columns.append(entries)
+            for k in (1, 3) if n == 5 else (1,):
+                row, value = tokens[k], _number(tokens[k + 1])
+                if row == objective:
+                    if value and not cost[-1]:  # a repeated cost is ignored (HiGHS warns)
+                        cost[-1] = value
+                    continue
+                i = row_of.get(row)
+                if i is None:
+                    raise _Unsure("unknown row in COLUMNS")  # HiGHS: ignored, or fixed format
+                if value and i not in in_column:  # a zero is dropped; a repeated entry is ignored (HiGHS warns)
+                    in_column.add(i)
+                    entries.append((i, value))
+        elif section == "BOUNDS":
+            spec = _BOUNDS.get(tokens[0])
+            if spec is None:
+                raise _Unsure(f"bound type {tokens[0]}")
+            sets_lower, sets_upper, sets_integer, valued = spec
+            if n != (4 if valued else 3) or tokens[1] in col_of:
+                raise _Unsure("BOUNDS line")  # a column name second: HiGHS reads it as SIF (no set name)
+            j = col_of.get(tokens[2])
+            if j is None:
+                raise _Unsure("unknown column in BOUNDS")  # HiGHS would add a column
+            if (sets_lower and j in has_lower) or (sets_upper and j in has_upper):
+                continue  # ignored whole (HiGHS warns): gurobipy's "FX 0" then "BV" leaves a continuous [0, 0]
+            if sets_lower:
+                has_lower.add(j)
+            if sets_upper:
+                has_upper.add(j)
+            if not valued:
+                if tokens[0] == "BV":
+                    integer[j], binary[j], upper[j] = True, True, 1.0
+                else:
+                    binary[j] = False
+                    if sets_lower:
+                        lower[j] = -INF
+                    if sets_upper:
+                        upper[j] = INF
+                continue
+            value = _number(tokens[3])
+            if sets_integer:
+                integer[j] = True
+            if sets_lower:
+                lower[j] = value
+            if sets_upper:
+                upper[j] = value
+            binary[j] = False
+        elif section == "ROWS":
+            if n != 2 or tokens[0] not in ("N", "L", "G", "E"):
+                raise _Unsure("ROWS line")
+            kind, name = tokens
+            if name in row_of or name == objective:
+                raise _Unsure("duplicate row name")  # HiGHS: all row names dropped
+            if kind == "N":
+                if objective:
+                    raise _Unsure("a second N row")
+                objective = name
+                continue
+            row_of[name] = len(row_type)
+            row_type.append(kind)
+            row_lower.append(-INF if kind == "L" else 0.0)
+            row_upper.append(INF if kind == "G" else 0.0)
+        elif section == "RHS":
+            if (n != 3 and n != 5) or tokens[0] in row_of or tokens[0] == objective:
+                raise _Unsure("RHS line")  # a row name first: HiGHS reads it as SIF (no set name)
+            for k in (1, 3) if n == 5 else (1,):
+                row, value = tokens[k], _number(tokens[k + 1])
+                if row in has_rhs:
+                    continue  # a repeated RHS is ignored (HiGHS warns)
+                has_rhs.add(row)
+                if row == objective:
+                    offset = -value  # HiGHS: the objective's RHS is minus its constant
+                    continue
+                i = row_of.get(row)
+                if i is None:
+                    raise _Unsure("unknown row in RHS")
+                if row_type[i] != "G":
+                    row_upper[i] = value
+                if row_type[i] != "L":
+                    row_lower[i] = value
+        elif section == "RANGES":
+            if n != 3 and n != 5:
+                raise _Unsure("RANGES line")
+            for k in (1, 3) if n == 5 else (1,):
+                i, value = row_of.get(tokens[k]), _number(tokens[k + 1])
+                if i is None:
+                    raise _Unsure("RANGES row")  # unknown, or the objective: HiGHS ignores it
+                if i in has_range:
+                    continue  # a repeated range is ignored (HiGHS warns)
+                has_range.add(i)
+                kind = row_type[i]
+                if kind == "L" or (kind == "E" and value < 0):
+                    row_lower[i] = row_upper[i] - abs(value)
+                elif kind == "G" or (kind == "E" and value > 0):
+                    row_upper[i] = row_lower[i] + abs(value)
+        else:
+            raise _Unsure(f"a data line in section {section or 'none'}")
+    if section != "ENDATA" or integral:
+        raise _Unsure("no ENDATA, or an open MARKER block")
+    for j, is_binary in enumerate(binary):
+        if is_binary:
+            lower[j], upper[j] = 0.0, 1.0
+    for entries in columns:
+        for _, a in entries:
+            if not _SMALL_ENTRY < abs(a) < _LARGE:
+                raise _Unsure("a coefficient HiGHS drops or rejects")
+    if any(abs(c) >= _LARGE for c in cost) or abs(offset) >= _LARGE:
+        raise _Unsure("huge cost")
+    return MpsModel(col_names, _lower(lower), _upper(upper), cost, integer, list(row_of), _lower(row_lower),
+                    _upper(row_upper), columns, offset, maximize)
 
 
 def _lower(values: list[float]) -> list[float]:

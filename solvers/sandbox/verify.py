@@ -83,7 +83,10 @@ from solvers.statuses import SolveStatus
 CLAIMS_SOLUTION = {str(SolveStatus.OPTIMAL), str(SolveStatus.TIME_LIMIT_WITH_SOLUTION)}
 # Records that claim there is no (finite) optimum: re-solved when the model is small.
 CLAIMS_NO_SOLUTION = {str(SolveStatus.INFEASIBLE), str(SolveStatus.UNBOUNDED), str(SolveStatus.INF_OR_UNBD)}
-FAST_MPS_CHARS = 20_000  # placeholder, set by measurement below
+# Models up to this size are read in pure Python (solvers/sandbox/mps.py) when that reader takes them: 3-5x cheaper
+# than HiGHS's reader + numpy for the typical captured model (under 3k characters), even at ~6k; at ~20k characters
+# (~400 nonzeros) HiGHS is cheaper (bench/verify_mps.py).
+FAST_MPS_CHARS = 10_000
 MAX_MPS_CHARS = 500_000  # ~1000 columns x 1000 rows: a HiGHS read costs ~30-60 ms there (2-core machine, loaded)
 # Re-solving costs the parent CPU that the programs need: only small models (~200 columns x 200 rows of a typical
 # textbook model), and never longer than RESOLVE_TIME_S (an LP of that size solves in milliseconds; a MIP that HiGHS
