@@ -434,18 +434,18 @@ def _pairwise(a: list[float], lo: int, n: int) -> float:
 
 def _infeasibility_parsed(model: MpsModel, x: list[float], tol: float, int_tol: float) -> str:
     """``_infeasibility`` on a model read by ``mps.parse``: the same comparisons in the same order, so the same first
-    violation and the same numbers in the reason (``a if a > 1.0 else 1.0`` is ``np.maximum(1.0, a)``: no NaN here)."""
-    names = model.col_names
-    for j, (xj, lo, up) in enumerate(zip(x, model.col_lower, model.col_upper, strict=True)):
+    violation and the same numbers in the reason (``a if a > 1.0 else 1.0`` is ``np.maximum(1.0, a)``: no NaN here;
+    an integral value is 0 off its rounding, so it skips the rounding)."""
+    for name, xj, lo, up in zip(model.col_names, x, model.col_lower, model.col_upper, strict=True):
         a = abs(xj)
         slack = tol * (a if a > 1.0 else 1.0)
         if xj < lo - slack or xj > up + slack:
-            return f"variable {names[j]} = {xj:.10g} outside its bounds [{lo:.10g}, {up:.10g}]"
-    for j, (xj, integer) in enumerate(zip(x, model.integer, strict=True)):
-        if integer:
+            return f"variable {name} = {xj:.10g} outside its bounds [{lo:.10g}, {up:.10g}]"
+    for name, xj, integer in zip(model.col_names, x, model.integer, strict=True):
+        if integer and not xj.is_integer():
             a = abs(xj)
             if abs(xj - round(xj)) > int_tol * (a if a > 1.0 else 1.0):
-                return f"integer variable {names[j]} = {xj:.10g} is fractional"
+                return f"integer variable {name} = {xj:.10g} is fractional"
     m = len(model.row_names)
     if m:
         activity, magnitude = [0.0] * m, [0.0] * m
@@ -454,13 +454,13 @@ def _infeasibility_parsed(model: MpsModel, x: list[float], tol: float, int_tol: 
                 contrib = a * xj
                 activity[i] += contrib
                 magnitude[i] += abs(contrib)
-        for r, (act, mag, lo, up) in enumerate(zip(activity, magnitude, model.row_lower, model.row_upper,
-                                                    strict=True)):
+        for name, act, mag, lo, up in zip(model.row_names, activity, magnitude, model.row_lower, model.row_upper,
+                                          strict=True):
             bound = min(abs(lo), abs(up))
             big = mag if mag > bound else bound
             slack = tol * (big if big > 1.0 else 1.0)
             if act < lo - slack or act > up + slack:
-                return f"constraint {model.row_names[r]}: activity {act:.10g} outside [{lo:.10g}, {up:.10g}]"
+                return f"constraint {name}: activity {act:.10g} outside [{lo:.10g}, {up:.10g}]"
     return ""
 
 
