@@ -452,3 +452,33 @@ def test_fast_check_gives_highs_verdicts_on_captured_models() -> None:
     exported = {mps.split("\n", 1)[0] for mps, *_ in calls}
     assert len(calls) >= 100 and len(exported) > 1
     assert {"ok", "None", "claimed", "variable", "integer", "constraint", "solution"} <= set(summary["by_verdict"])
+
+
+def test_check_record_takes_the_fast_path_only_where_it_may() -> None:
+    """check_record: a small model the reader takes is checked without HiGHS; a model it leaves (quadratic here) or
+    one over FAST_MPS_CHARS goes through HiGHS, and every route gives the verdict HiGHS gives."""
+    text = CONSTRUCTS["plain"]  # x + y + w <= 10 (w's coefficient -1.5e-3), x + 2z = 4, y >= 1; y, z binary
+    point = {"x": 2.0, "y": 1.0, "z": 1.0, "w": 0.0}
+    objective = -2.0 + 2.0 + 1.0 - 3.5  # -x + 2y + z, then the constant: minus the objective row's RHS (3.5)
+    calls: list[str] = []
+    real = verify._check_highs
+
+    def counted(*args: Any) -> str | None:
+        calls.append(args[0])
+        return real(*args)
+
+    verify._check_highs = counted  # type: ignore[assignment]
+    try:
+        assert verify.check_record(text, point, objective, "minimize") == ""
+        assert calls == []
+        assert verify.check_record(text, {**point, "z": 0.5}, objective - 0.5, None).startswith("integer variable z")
+        assert calls == []
+        quadratic = FALLBACKS["quadratic objective"]
+        assert verify.check_record(quadratic, point, objective, "minimize") is None  # HiGHS: quadratic, unchecked
+        assert calls == [quadratic]
+        padded = "* padding\n" * (verify.FAST_MPS_CHARS // 10) + text
+        assert len(padded) > verify.FAST_MPS_CHARS and parse(padded) is not None
+        assert verify.check_record(padded, point, objective + 1, "minimize").startswith("claimed objective")
+        assert calls == [quadratic, padded]
+    finally:
+        verify._check_highs = real  # type: ignore[assignment]

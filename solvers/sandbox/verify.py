@@ -5,8 +5,9 @@ key included) can in principle be reached by the program. So the trusted side (t
 classified) does not take a record's numbers on faith. What it checks, per record:
 
 - **A claimed solution with an MPS model** (gurobipy, highspy, coptpy, docplex, pulp, OR-Tools' linear solver and
-  MathOpt, linear pyomo): the model is re-read with HiGHS's own MPS reader, and the captured solution must reproduce
-  the claimed objective (c·x + constant) and satisfy the variable bounds, row bounds and integrality
+  MathOpt, linear pyomo): the model is re-read with HiGHS's MPS semantics (a small model in pure Python,
+  ``mps.py``, which gives exactly HiGHS's model or defers to HiGHS's own reader), and the captured solution must
+  reproduce the claimed objective (c·x + constant) and satisfy the variable bounds, row bounds and integrality
   (``check_record``). Columns the capture renamed (pyomo's numeric labels when two names share a symbolic label;
   MathOpt, whose converter refuses repeated or empty names) come with a column -> name map.
 - **A claimed CP-SAT solution**: the capture sends a compact form of the ``CpModelProto`` (variable domains, linear
@@ -55,9 +56,10 @@ pyomo, expression classes patched so that pyomo's degree function calls the mode
 The capture's check data travels in a record's ``verify`` key; ``verify_solves`` removes it (it is for this check
 only, not part of the stored ``SolveCall``).
 
-Cost in the parent (2-core machine; measured with the CPU lock held, machine otherwise quiet): one MPS parse by
-HiGHS plus O(nonzeros) numpy per MPS record (~0.5 ms for a tiny model, ~1.3 ms under load; models over
-``MAX_MPS_CHARS`` skipped); a CP-SAT record is pure Python over its JSON (~45 us for bench/sandbox.py's 15-variable
+Cost in the parent (2-core machine; CPU time, CPU lock held, machine loaded by others): an MPS record of up to
+``FAST_MPS_CHARS`` is read and checked in pure Python, ~0.13 ms for bench/sandbox.py's knapsacks (HiGHS's reader +
+numpy: ~0.55 ms, 4.1x more; ``bench/verify_mps.py``); larger ones by HiGHS plus O(nonzeros) numpy (~1.5 ms at 340
+nonzeros, ~9 ms at 3,200; models over ``MAX_MPS_CHARS`` skipped); a CP-SAT record is pure Python over its JSON (~45 us for bench/sandbox.py's 15-variable
 knapsack; building the JSON costs the program's sandbox ~0.2 ms); a re-solved no-solution claim 0.6-13 ms for the
 generators' infeasible models (2-132 columns, up to 30k characters), never more than a read plus two
 ``RESOLVE_TIME_S`` solves.
