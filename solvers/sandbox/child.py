@@ -64,6 +64,13 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         reseed()
         send = make_sender(hidden, key, _TRUSTED or _trusted_senders())
+        # Everything that does not need the program is done before it arrives (off the program's critical path):
+        # the capture's sink, the sandbox's modules out of sight, the audit hook.
+        counter = _Counter(send)
+        flags: list[str] = []
+        capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
+        _hide_sandbox_modules()
+        sys.addaudithook(_make_audit(flags, send))
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
@@ -81,7 +88,7 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         with contextlib.suppress(Exception):
             send({"type": "done", "outcome": "sandbox_error", "message": f"program hand-off failed: {exc}"[:500]})
         os._exit(0)
-    _run(program, config, workdir, send, received)
+    _run(program, config, workdir, send, counter, flags, received)
 
 
 def reseed() -> None:
@@ -164,9 +171,8 @@ class _Counter:
         self.send({"type": "solve", "record": record})
 
 
-def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, received: float) -> None:
-    counter = _Counter(send)
-    flags: list[str] = []
+def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, counter: _Counter, flags: list[str],
+         received: float) -> None:
     done: dict[str, Any] = {"type": "done", "outcome": "finished"}
     try:
         path = os.path.join(workdir, PROGRAM_NAME)
@@ -193,9 +199,6 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, re
         if all(not line.strip() or line.lstrip().startswith("#") for line in program.code.splitlines()):
             send({"type": "done", "outcome": "no_code"})  # comments only: no statement to run
             os._exit(0)
-        capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
-        _hide_sandbox_modules()
-        sys.addaudithook(_make_audit(flags, send))
         module_name = "__main__" if program.entry is None else "__flywheel_program__"
         namespace: dict[str, Any] = {"__name__": module_name, "__file__": path, "__builtins__": builtins}
         sys.argv = [path]
