@@ -228,6 +228,11 @@ print(repr(out))
     refused = [k for k in ("io_uring_setup", "personality", "keyctl", "bpf", "unshare", "setns", "ptrace", "mount",
                            "process_vm_readv", "pidfd_getfd", "kcmp") if out[k] == (-1, 1)]  # -1 / EPERM
     assert len(refused) == 11, out
+    # /dev/shm is the worker's private tmpfs under bubblewrap (multiprocessing needs it; emptied after each program):
+    # a write may land there, never on the host's
+    shm = out.pop("/dev/shm/flywheel-redteam")
+    assert shm != "written" or "bwrap" in e.isolation, out
+    assert not os.path.exists("/dev/shm/flywheel-redteam")
     assert "connected" not in out.values() and "written" not in out.values() and out["shadow"] != "read", out
     # stdin/out/err, the hidden channel, and listdir's own descriptor: nothing inherited from the worker
     assert len(out["fds"]) <= 5, out["fds"]

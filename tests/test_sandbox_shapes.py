@@ -96,3 +96,31 @@ def test_programs_compile_as_python_prog_py_compiles_them() -> None:
     assert got["annotations"].stdout == "{'x': <class 'int'>, 'return': <class 'int'>}\n"
     assert got["warning"].stdout == "one\n" and "SyntaxWarning" in got["warning"].stderr
     assert 'program.py", line 3' in got["traceback"].stderr and "1 / 0" in got["traceback"].stderr
+
+
+MULTIPROCESSING = """
+import concurrent.futures as cf
+import multiprocessing as mp
+import __main__
+def square(x):
+    return x * x
+with mp.Pool(2) as pool:
+    a = sum(pool.map(square, range(10)))
+with cf.ProcessPoolExecutor(2) as ex:
+    b = sum(ex.map(square, range(5)))
+print(a, b, __main__.square is square)
+"""
+SHM_WRITE = "import os\nfd = os.open('/dev/shm/left-behind', os.O_CREAT | os.O_WRONLY, 0o666)\nos.write(fd, b'x')\n"
+SHM_READ = "import os\nprint(sorted(os.listdir('/dev/shm')))\n"
+
+
+def test_multiprocessing_programs_run_and_leave_nothing_in_dev_shm() -> None:
+    """Programs that use multiprocessing (its locks are POSIX semaphores in /dev/shm; its pickles find functions
+    in ``__main__``) run as under ``python prog.py``; what a program leaves in /dev/shm is gone before the next
+    program on that worker (same uid every other program)."""
+    programs = [Program(program_id="mp", code=MULTIPROCESSING)]
+    programs += [Program(program_id=f"shm-{i}", code=SHM_WRITE if i % 2 == 0 else SHM_READ) for i in range(4)]
+    got = {e.program_id: e for e in run_batch(programs, SandboxConfig(timeout_s=60, preload=()), workers=1)}
+    assert got["mp"].stdout.split() == ["285", "30", "True"], got["mp"].stderr
+    if "bwrap" in got["mp"].isolation:  # /dev/shm is the worker's own tmpfs only under bubblewrap
+        assert got["shm-1"].stdout == got["shm-3"].stdout == "[]\n"

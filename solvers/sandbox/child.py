@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 from typing import Any
 
 from solvers.sandbox import capture, seccomp
@@ -200,7 +201,12 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, co
             send({"type": "done", "outcome": "no_code"})  # comments only: no statement to run
             os._exit(0)
         module_name = "__main__" if program.entry is None else "__flywheel_program__"
-        namespace: dict[str, Any] = {"__name__": module_name, "__file__": path, "__builtins__": builtins}
+        # A real module in sys.modules, as ``python prog.py`` has: pickling the program's own functions by reference
+        # (multiprocessing) finds them there, and ``import __main__`` is the program, not the sandbox's worker.
+        module = types.ModuleType(module_name)
+        module.__file__, module.__builtins__ = path, builtins  # type: ignore[attr-defined]
+        sys.modules[module_name] = module
+        namespace: dict[str, Any] = module.__dict__
         sys.argv = [path]
         sys.path.insert(0, workdir)
         started = time.perf_counter()

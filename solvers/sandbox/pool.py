@@ -65,7 +65,10 @@ def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, st
             cmd += ["--ro-bind", path, path]
     # The private /tmp and /run come before the repository binds: a checkout (or its venv) that lives under /tmp, as
     # a CI clone may, must stay visible on top of the tmpfs instead of being hidden by it.
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    # /dev/shm: a private tmpfs any uid may write (POSIX semaphores live there: multiprocessing's locks), emptied by
+    # the worker after every program (worker.clear_shm) so that nothing passes from one program to the next.
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
+            "--tmpfs", "/run"]
     made: set[str] = set()
     for path in _repo_paths():
         # bwrap creates missing parents 0700 (e.g. /root for a pyenv interpreter); the unprivileged child must
@@ -197,6 +200,7 @@ class WorkerProcess:
         slot: dict[str, Any] = {"uids": [slot_uid(config, index, sub, pool) for sub in range(SUBSLOTS)] if drop_uid
                                 else None, "licenses": licenses,
                                 "layers": layers, "workroot": workroot, "unshare_net": not use_bwrap and is_root,
+                                "private_shm": use_bwrap,
                                 "cgroups": [{"version": c.version, "dirs": list(c.dirs)} for c in self.cgroups]}
         hello = {"config": config.model_copy(update={"preload": self.preload}).model_dump(mode="json"), "slot": slot}
         try:

@@ -84,6 +84,7 @@ class Worker:
         os.makedirs(self.workroot, exist_ok=True)
         os.chmod(self.workroot, 0o711)  # children may enter their own directory, not list the others
         self.layers: list[str] = list(slot.get("layers", []))
+        self.private_shm = bool(slot.get("private_shm"))  # /dev/shm is this worker's own tmpfs (bubblewrap)
         self.prepared: Prepared | None = None
         # A child that reported "done" and was killed, whose exit and clean-up finish off the result's path: it is
         # reaped, and its sub-slot emptied, before that sub-slot takes a new child (see run).
@@ -170,7 +171,21 @@ class Worker:
         if left and p.cgroup:
             self.oom_counts.pop(p.cgroup, None)  # its leftovers may have been OOM-killed: read the count afresh
         self.left_behind += left
-        shutil.rmtree(p.workdir, ignore_errors=True)
+        self.clear(p.workdir)
+
+    def clear(self, workdir: str) -> None:
+        """Remove what a finished program left on disk: its working directory and, where /dev/shm is this
+        worker's private tmpfs, everything in it (POSIX semaphores and shared memory, which a later program
+        running as the same uid could otherwise open). Its processes are gone by now."""
+        shutil.rmtree(workdir, ignore_errors=True)
+        if self.private_shm:
+            with contextlib.suppress(OSError), os.scandir("/dev/shm") as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
 
     def discard(self) -> None:
         """Kill the waiting child (worker shutdown)."""
@@ -216,7 +231,7 @@ class Worker:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             if self.finishing is not p:
-                shutil.rmtree(p.workdir, ignore_errors=True)
+                self.clear(p.workdir)
 
     def _oom_seen(self, cgroup: SlotCgroup | None) -> int:
         """The sub-slot's OOM-kill count as of its last program (read once per program, after it: a sub-slot runs
