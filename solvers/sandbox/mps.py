@@ -1,9 +1,9 @@
 """A pure-Python reader for the plain free-format MPS files the capture's exporters write, with HiGHS's semantics.
 
 Why: the parent re-reads every captured model (``verify.check_record``). Through HiGHS that costs a scratch file, a
-``readModel``, a ``getModel`` copy and a ``clearModel`` (~0.75 ms even for a 10-column model), paid on the same two
+``readModel``, a ``getModel`` copy and a ``clearModel`` (~0.5 ms of CPU even for a 10-column model), paid on the same two
 cores the programs run on. Most captured models are small (tens to a few hundred nonzeros), and for those this reader
-is several times cheaper (``bench/verify_mps.py``).
+is ~4x cheaper (``bench/verify_mps.py``).
 
 It is only an accelerator, never a second opinion: it gives exactly the model HiGHS 1.16's free-format reader (plus
 ``Highs.passModel``'s clean-up) gives for the constructs it takes, and ``None`` -- "ask HiGHS" -- for anything else.
@@ -26,11 +26,15 @@ Taken, with HiGHS's meaning:
 
 Not taken (``None``): anything outside the printable ASCII (tabs, CR, non-ASCII names), fixed-format layouts, any
 other section (QUADOBJ, QMATRIX, QCMATRIX, QSECTION, CSECTION, SOS, SETS, INDICATORS, GENCONS, OBJSENS, RANGES before
-RHS, ...), SC/SI bounds, free N rows beyond the objective, no objective row, duplicated row or column names (HiGHS
-then drops all names), a column whose entries are not contiguous, names an entry uses but no section defined, bound or RHS lines in the SIF
-layouts HiGHS guesses at, numbers other than plain decimals (``D`` exponents, ``inf``, hex), coefficients HiGHS would
-drop or reject (0 < |a| <= 1e-8, |a| >= 1e15), and any other number of magnitude 1e15 or more that HiGHS does not
-simply call infinite.
+RHS, ...), OBJSENSE followed by anything but MAX / MIN on its line, SC/SI bounds, a value after MI/PL/FR/BV, free N
+rows beyond the objective, no objective row, duplicated row or column names (HiGHS then drops all names), a column
+whose entries are not contiguous, names an entry uses but no section defined, bound or RHS lines in the SIF layouts
+HiGHS guesses at, numbers other than plain decimals (``D`` exponents, ``inf``, hex, digit separators), coefficients
+HiGHS would drop or reject (0 < |a| <= 1e-8, |a| >= 1e15), and any other number of magnitude 1e15 or more that HiGHS
+does not simply call infinite.
+
+The semantics are HiGHS 1.16's (the installed highspy); the construct tests compare against whatever highspy is
+installed, so an upgrade that reads a construct differently fails them rather than changing a verdict silently.
 """
 
 from __future__ import annotations
