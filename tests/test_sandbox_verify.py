@@ -296,3 +296,58 @@ def test_only_plain_mps_is_re_solved() -> None:
     assert _objective_rows(plain.replace("ENDATA", "INDICATORS\n IF c y 1\nENDATA")) == -1  # HiGHS drops these
     assert _objective_rows(plain.replace("UP b x 4", "UP b x -4")) == -1  # readers disagree on lb then
     assert _objective_rows(plain.replace("UP b x 4", "SC b x 4")) == -1
+
+
+PULP = """import pulp
+p = pulp.LpProblem("t", pulp.{sense})
+x = pulp.LpVariable("x", 0, 3, cat="{cat}")
+p += 2 * x + ({constant})
+p += 2 * x <= 5
+p.solve(pulp.PULP_CBC_CMD(msg=0))
+"""
+DOCPLEX = """from docplex.mp.model import Model
+m = Model()
+y = m.{var}(0, 3, "y")
+m.{sense}(2 * y + ({constant}))
+m.add_constraint(2 * y {op} {rhs})
+m.solve()
+"""
+# (program, claimed optimum): objective constants of both signs, both senses, LP and MIP. PuLP's MPS writer drops
+# the constant; docplex writes a maximisation negated but keeps the constant's sign: the capture restores both.
+CONSTANTS = {
+    "pulp-max-lp": (PULP.format(sense="LpMaximize", cat="Continuous", constant=5), 10.0),
+    "pulp-max-mip": (PULP.format(sense="LpMaximize", cat="Integer", constant=-5.5), -1.5),
+    "pulp-min-lp": (PULP.format(sense="LpMinimize", cat="Continuous", constant=-7), -7.0),
+    "docplex-max-lp": (DOCPLEX.format(var="continuous_var", sense="maximize", constant=5, op="<=", rhs=5), 10.0),
+    "docplex-max-mip": (DOCPLEX.format(var="integer_var", sense="maximize", constant=-7, op="<=", rhs=5), -3.0),
+    "docplex-min-lp": (DOCPLEX.format(var="continuous_var", sense="minimize", constant=5, op=">=", rhs=2), 7.0),
+}
+
+
+def test_objective_constants_survive_every_exporter() -> None:
+    """A constant in the objective is part of the claimed objective: the exported model must carry it with the
+    sign the MPS reader expects, or an honest program is called tampered (no false ``tampered``, ever)."""
+    pool = Pool(SandboxConfig(timeout_s=30, preload=()), 1)
+    try:
+        got = {name: pool.run(Program(program_id=name, code=code)) for name, (code, _) in CONSTANTS.items()}
+    finally:
+        pool.close()
+    for name, (_, optimum) in CONSTANTS.items():
+        e = got[name]
+        assert e.status == ExecStatus.OK and e.objective == pytest.approx(optimum), (name, e.status, e.error)
+        assert e.solves[0].model_mps, name  # checked against its model, not waved through unverified
+
+
+def test_with_objective_constant_replaces_or_adds_the_objective_rhs() -> None:
+    from solvers.sandbox.capture import with_objective_constant
+    from solvers.sandbox.mps import parse
+
+    with_rhs = "NAME t\nROWS\n N  obj\n L  c1\nCOLUMNS\n    x  obj  2\n    x  c1  1\nRHS\n    rhs  obj  -5\n" \
+               "    rhs  c1  2\nBOUNDS\n UP bnd  x  3\nENDATA\n"
+    without = "NAME t\nROWS\n N  obj\nCOLUMNS\n    x  obj  2\nBOUNDS\n UP bnd  x  3\nENDATA\n"
+    for text in (with_rhs, without):
+        fixed = with_objective_constant(text, 4.0)
+        assert fixed.count(" obj  4.0") == 1 and " obj  -5" not in fixed
+        model = parse(fixed)
+        assert model is not None and model.offset == -4.0  # constant = -RHS, as HiGHS reads it
+    assert with_objective_constant(with_rhs, 0.0).count("obj") == 2  # no constant: the objective row's RHS goes

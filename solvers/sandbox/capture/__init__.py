@@ -131,6 +131,50 @@ def export_mps(write: Callable[[str], Any], suffix: str = ".mps") -> str | None:
     return read_and_remove(written if isinstance(written, str) else path)
 
 
+_SECTIONS = ("RANGES", "BOUNDS", "SOS", "QUADOBJ", "QMATRIX", "QCMATRIX", "QSECTION", "CSECTION", "INDICATORS",
+             "GENCONS", "PWLOBJ", "LAZYCONS", "USERCUTS", "ENDATA")
+
+
+def with_objective_constant(mps: str | None, rhs: float) -> str | None:
+    """``mps`` whose objective row's RHS entry is ``rhs``: the MPS way of writing an objective constant, read as
+    ``constant = -rhs`` (CPLEX's and HiGHS's convention). For exporters that drop the constant (PuLP) or write it
+    with the wrong sign for a negated maximisation (docplex): the parent checks the claimed objective, constant
+    included, against the model. Free-format files with one entry per RHS line, as those exporters write."""
+    if not mps:
+        return mps
+    lines = mps.splitlines(keepends=True)
+    objective = section = None
+    rhs_at = end_of_rhs = None
+    kept: list[str] = []
+    set_name = "RHS"
+    for line in lines:
+        head = line.split()
+        if line[:1] not in (" ", "\t") and head:
+            section = head[0].upper()
+            if section == "RHS":
+                rhs_at = len(kept)
+            elif rhs_at is not None and end_of_rhs is None:
+                end_of_rhs = len(kept)
+            if section in _SECTIONS and rhs_at is None and end_of_rhs is None:
+                end_of_rhs = rhs_at = len(kept)  # no RHS section: one goes before the first later section
+                kept.append("RHS\n")
+                end_of_rhs += 1
+        elif section == "ROWS" and objective is None and len(head) == 2 and head[0].upper() == "N":
+            objective = head[1]
+        elif section == "RHS" and len(head) >= 3:
+            set_name = head[0]
+            if head[1] == objective:
+                continue  # replaced below
+        kept.append(line)
+    if objective is None or rhs_at is None:
+        return mps
+    if end_of_rhs is None:
+        end_of_rhs = len(kept)
+    if rhs != 0.0:
+        kept.insert(end_of_rhs, f"    {set_name}  {objective}  {rhs!r}\n")
+    return "".join(kept)
+
+
 def capped_solution(pairs: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     limit = _state["max_solution"]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
+from solvers.sandbox.capture import (
+    Described,
+    asks_cutoff,
+    capped_solution,
+    export_mps,
+    hook,
+    patch_solves,
+    with_objective_constant,
+)
 from solvers.statuses import SolveStatus
 
 _STATUS = {1: SolveStatus.OPTIMAL, 101: SolveStatus.OPTIMAL, 102: SolveStatus.OPTIMAL,  # 102: optimal within gap
@@ -43,6 +51,12 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         else:
             d.bound = d.objective
     d.model_mps = export_mps(lambda path: m.export_as_mps(path=path))  # returns the path it wrote
+    if d.model_mps and m.objective_sense.is_maximize() and "OBJSENSE" not in d.model_mps:
+        # docplex writes a maximisation as "minimise the negated costs" but keeps the constant's sign: the
+        # negated objective's constant is -k, written as RHS k (constant = -RHS)
+        constant = float(m.objective_expr.get_constant() or 0.0)
+        if constant:
+            d.model_mps = with_objective_constant(d.model_mps, constant)
     try:
         changed = [p.name for p in m.parameters.generate_nondefault_params()]
     except Exception:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.sandbox.capture import Described, asks_cutoff, capped_solution, export_mps, hook, patch_solves
+from solvers.sandbox.capture import (
+    Described,
+    asks_cutoff,
+    capped_solution,
+    export_mps,
+    hook,
+    patch_solves,
+    with_objective_constant,
+)
 from solvers.statuses import SolveStatus
 
 _SOL = {1: SolveStatus.OPTIMAL, 2: SolveStatus.TIME_LIMIT_WITH_SOLUTION, -1: SolveStatus.INFEASIBLE,
@@ -33,6 +41,9 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         d.solution = capped_solution((v.name, v.varValue) for v in variables)
         d.bound = d.objective if not ints else None
     d.model_mps = _portable_sense(export_mps(prob.writeMPS))
+    constant = float(getattr(prob.objective, "constant", 0.0) or 0.0)
+    if constant:  # PuLP's writer drops the objective's constant: put it back (constant = -RHS of the objective row)
+        d.model_mps = with_objective_constant(d.model_mps, -constant)
     if asks_cutoff(getattr(solver, "options", None) or []):
         d.check = {"cutoff": True}
     return d
