@@ -351,3 +351,47 @@ def test_with_objective_constant_replaces_or_adds_the_objective_rhs() -> None:
         model = parse(fixed)
         assert model is not None and model.offset == -4.0  # constant = -RHS, as HiGHS reads it
     assert with_objective_constant(with_rhs, 0.0).count("obj") == 2  # no constant: the objective row's RHS goes
+
+
+TABLE = """from ortools.sat.python import cp_model
+m = cp_model.CpModel()
+x = m.NewIntVar(0, 4, "x"); y = m.NewIntVar(0, 3, "y")
+m.AddAllowedAssignments([x, y], [(1, 3), (4, 0), (2, 2)])
+m.Maximize(3*x + 2*y)
+s = cp_model.CpSolver(); s.parameters.num_workers = 1
+s.Solve(m)
+"""
+INFEASIBLE = """import gurobipy as gp
+m = gp.Model(); m.Params.OutputFlag = 0
+x = m.addVar(ub=1, name="x")
+m.addConstr(x >= 2)
+m.optimize()
+"""
+
+
+def test_each_solve_carries_the_parents_verdict_into_the_store(tmp_path) -> None:  # noqa: ANN001
+    """``SolveCall.verification`` says how far the parent could check the call (a contract or a consumer that needs
+    certainty filters on it), and the store keeps it."""
+    from flywheel.store import Store
+    from flywheel.store.rows import execution_from_rows, execution_row, solve_rows
+
+    runs = {"verified": (LP, CONFIG), "partial": (TABLE, CONFIG), "re-solved": (INFEASIBLE, CONFIG),
+            "unverified": (LP, CONFIG.model_copy(update={"capture_mps": False}))}
+    got = {}
+    for want, (code, config) in runs.items():
+        pool = Pool(config, 1)
+        try:
+            got[want] = pool.run(Program(program_id=want, code=code))
+        finally:
+            pool.close()
+    for want, e in got.items():
+        assert [s.verification for s in e.solves] == [want], (want, e.status, e.error)
+    with Store.open(tmp_path / "store") as st:
+        st.write("executions", 0, [execution_row(k, e) for k, e in got.items()])
+        st.write("solves", 0, [r for k, e in got.items() for r in solve_rows(k, e)])
+        rows = {r["attempt_id"]: r for r in st.query("SELECT * FROM executions").to_pylist()}
+        solves = st.query("SELECT * FROM solves").to_pylist()
+    back = {k: execution_from_rows(rows[k], [s for s in solves if s["attempt_id"] == k]) for k in got}
+    assert {k: [s.verification for s in e.solves] for k, e in back.items()} == {k: [k] for k in got}
+    old = {key: value for key, value in solves[0].items() if key != "verification"}  # a part from before the column
+    assert execution_from_rows(rows[old["attempt_id"]], [old]).solves[0].verification == ""

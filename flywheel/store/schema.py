@@ -117,6 +117,7 @@ register_table(TableSpec(
         ("attempt_id", S), ("call_index", INT), ("api", S), ("solver", S), ("solver_version", S), ("status", S),
         ("objective", F), ("bound", F), ("mip_gap", F), ("n_vars", INT), ("n_int_vars", INT), ("n_bin_vars", INT),
         ("n_constraints", INT), ("solve_time_s", F), ("sense", S), ("solution_json", S), ("model_mps", S),
+        ("verification", S),  # SolveCall.verification; NULL in parts written before it existed
     ),
     key=("attempt_id", "call_index"),
     doc="one row per solver call captured inside an execution",

@@ -43,6 +43,7 @@ class Observed:
     leftovers: int = 0
     models_expected: bool = False  # MPS capture was on: solves through the MODEL_APIS must carry their model
     notes: list[str] = field(default_factory=list)
+    verifications: list[str] = field(default_factory=list)  # the parent's check of each solve message, in order
 
 
 def classify(obs: Observed) -> tuple[ExecStatus, str]:
@@ -53,6 +54,7 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
     # for executions found tampered below: it removes the capture's check data from every record.
     verdict = verify_solves(solves, obs.models_expected)
     obs.notes.append(verdict.note())
+    obs.verifications = verdict.per_record
     if obs.channel_error:
         return ExecStatus.TAMPERED, obs.channel_error
     # The child reports an introspection attempt the moment it happens (a program cannot take that frame back).

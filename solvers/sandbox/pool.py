@@ -143,10 +143,12 @@ def _execution(fields: dict[str, Any]) -> tuple[Execution, bool]:
     obs = Observed(**fields.pop("observed"))
     status, reason = classify(obs)
     solves = []
-    for m in obs.messages:
-        if m.get("type") == "solve" and isinstance(m.get("record"), dict):
+    records = [m.get("record") for m in obs.messages if m.get("type") == "solve"]
+    for record, verification in zip(records, obs.verifications, strict=True):
+        if isinstance(record, dict):
             with contextlib.suppress(TypeError, ValueError):
-                solves.append(SolveCall(**{k: v for k, v in m["record"].items() if k != "error"}))
+                solves.append(SolveCall(**{k: v for k, v in record.items() if k not in ("error", "verification")},
+                                        verification=verification))
     fields["phases"] = dict(fields.get("phases") or {}) | {"classify_s": round(time.perf_counter() - started, 5)}
     execution = Execution(**fields, status=status, error=reason or "", solves=tuple(solves))
     return execution, status in (ExecStatus.TAMPERED, ExecStatus.SANDBOX_ERROR)

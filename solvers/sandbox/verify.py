@@ -119,6 +119,15 @@ LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat
 CHECK_KEY = "verify"
 
 
+# What the parent's check concluded for one solve (stored as ``SolveCall.verification``): its claimed point and
+# objective agree with its own model (VERIFIED), do so for every constraint kind this module checks while others
+# went unchecked (PARTIAL), its no-solution claim was re-solved by HiGHS without contradiction (RESOLVED), it claims
+# something but carried no model this module can check (UNVERIFIED), it contradicts its model or is not the
+# capture's (REFUTED: the execution is ``tampered``), or it claims nothing to check (NOT_CHECKED: an error, a limit).
+VERIFIED, PARTIAL, RESOLVED, UNVERIFIED, REFUTED, NOT_CHECKED = (
+    "verified", "partial", "re-solved", "unverified", "refuted", "")
+
+
 @dataclass
 class Verdict:
     checked: int = 0
@@ -126,6 +135,7 @@ class Verdict:
     partial: int = 0  # checked, but with constraints this module cannot check (CP-SAT scheduling, routing, ...)
     resolved: int = 0  # no-solution claims re-solved by HiGHS (and not contradicted, unless listed in problems)
     problems: list[str] = field(default_factory=list)
+    per_record: list[str] = field(default_factory=list)  # VERIFIED ... NOT_CHECKED, one per record, in order
 
     def note(self) -> str:
         return (f"verified {self.checked} solve(s) ({self.partial} partially), {self.skipped} unverifiable, "
@@ -153,52 +163,77 @@ def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
     statuses = {str(s) for s in SolveStatus}
     checks = [rec.pop(CHECK_KEY, None) if isinstance(rec, dict) else None for rec in records]
     for i, (rec, check) in enumerate(zip(records, checks, strict=True)):
-        if not isinstance(rec, dict) or any(not isinstance(rec.get(k), t) for k, t in _RECORD_TYPES.items()) \
-                or rec["status"] not in statuses or rec["api"] not in KNOWN_APIS \
-                or not isinstance(check, dict | type(None)):
-            verdict.problems.append(f"solve {i + 1}: malformed record (not built by the capture)")
-            continue
-        check = check or {}
-        if rec["status"] in CLAIMS_NO_SOLUTION:
-            problem = _check_no_solution(rec, check)
-            if problem is not None:
-                verdict.resolved += 1
-                if problem:
-                    verdict.problems.append(f"solve {i + 1}: {problem}")
-            continue
-        if rec["status"] not in CLAIMS_SOLUTION:
-            continue
-        if rec["api"] == "ortools" and check.get("kind") == CP_SAT:
-            _verify_cp(i, rec, check, models_expected, verdict)
-            continue
-        if rec["objective"] is None:
-            continue
-        mps = rec["model_mps"]
-        if not mps and models_expected and _model_promised(rec["api"], check):
-            verdict.problems.append(f"solve {i + 1}: claims a solution without the model its capture always exports")
-            continue
-        if not mps or len(mps) > MAX_MPS_CHARS:
-            verdict.skipped += 1
-            continue
-        solution = rec["solution"]
-        labels = check.get("labels")
-        if labels is not None:  # columns renamed by the capture (pyomo, MathOpt): column -> solution's name
-            if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-                verdict.problems.append(f"solve {i + 1}: malformed column names (not built by the capture)")
-                continue
-            if len(set(labels.values())) < len(labels):  # two columns, one name: the solution kept only one value
-                verdict.skipped += 1
-                continue
-            solution = {label: solution[name] for label, name in labels.items() if name in solution}
-        problem = check_record(mps, solution, float(rec["objective"]), rec.get("sense"))
-        if problem is None:
-            verdict.skipped += 1
-        elif problem:
-            verdict.problems.append(f"solve {i + 1}: {problem}")
-            verdict.checked += 1
-        else:
-            verdict.checked += 1
+        before = (len(verdict.problems), verdict.checked, verdict.partial, verdict.resolved, verdict.skipped)
+        _verify_one(i, rec, check, statuses, models_expected, verdict)
+        verdict.per_record.append(_outcome(before, verdict))
     return verdict
+
+
+def _outcome(before: tuple[int, int, int, int, int], verdict: Verdict) -> str:
+    """One record's verdict, from what checking it added to the counts."""
+    problems, checked, partial, resolved, skipped = before
+    if len(verdict.problems) > problems:
+        return REFUTED
+    if verdict.partial > partial:
+        return PARTIAL
+    if verdict.checked > checked:
+        return VERIFIED
+    if verdict.resolved > resolved:
+        return RESOLVED
+    if verdict.skipped > skipped:
+        return UNVERIFIED
+    return NOT_CHECKED
+
+
+def _verify_one(i: int, rec: Any, check: Any, statuses: set[str], models_expected: bool, verdict: Verdict) -> None:
+    """Check record ``i`` (see ``verify_solves``); what it finds goes into ``verdict``'s counts and problems."""
+    if not isinstance(rec, dict) or any(not isinstance(rec.get(k), t) for k, t in _RECORD_TYPES.items()) \
+            or rec["status"] not in statuses or rec["api"] not in KNOWN_APIS \
+            or not isinstance(check, dict | type(None)):
+        verdict.problems.append(f"solve {i + 1}: malformed record (not built by the capture)")
+        return
+    check = check or {}
+    if rec["status"] in CLAIMS_NO_SOLUTION:
+        problem = _check_no_solution(rec, check)
+        if problem is None:
+            verdict.skipped += 1  # not re-solved: the claim stands unverified
+        else:
+            verdict.resolved += 1
+            if problem:
+                verdict.problems.append(f"solve {i + 1}: {problem}")
+        return
+    if rec["status"] not in CLAIMS_SOLUTION:
+        return
+    if rec["api"] == "ortools" and check.get("kind") == CP_SAT:
+        _verify_cp(i, rec, check, models_expected, verdict)
+        return
+    if rec["objective"] is None:
+        return
+    mps = rec["model_mps"]
+    if not mps and models_expected and _model_promised(rec["api"], check):
+        verdict.problems.append(f"solve {i + 1}: claims a solution without the model its capture always exports")
+        return
+    if not mps or len(mps) > MAX_MPS_CHARS:
+        verdict.skipped += 1
+        return
+    solution = rec["solution"]
+    labels = check.get("labels")
+    if labels is not None:  # columns renamed by the capture (pyomo, MathOpt): column -> solution's name
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            verdict.problems.append(f"solve {i + 1}: malformed column names (not built by the capture)")
+            return
+        if len(set(labels.values())) < len(labels):  # two columns, one name: the solution kept only one value
+            verdict.skipped += 1
+            return
+        solution = {label: solution[name] for label, name in labels.items() if name in solution}
+    problem = check_record(mps, solution, float(rec["objective"]), rec.get("sense"))
+    if problem is None:
+        verdict.skipped += 1
+    elif problem:
+        verdict.problems.append(f"solve {i + 1}: {problem}")
+        verdict.checked += 1
+    else:
+        verdict.checked += 1
 
 
 def _model_promised(api: str, check: dict[str, Any]) -> bool:
