@@ -1,9 +1,11 @@
 """Where along the pipeline a sample failed: the one classification every report of failures derives from.
 
 ``EXEC_FAILURE`` puts each execution status in one class: ``pass``, ``no_code``, ``code`` (the program did not run
-to a solve: syntax, import, build or runtime error, no solve call, a resource limit it hit, tampering), ``solver``
-(the solve ended without an answer: infeasible, unbounded, numerical trouble, out of time) or ``infra`` (a sandbox
-fault or a licence-size refusal: says nothing about the program, never counted against a model).
+to a solve: syntax, import, build or runtime error, no solve call, tampering), ``limit`` (a sandbox rule stopped or
+refused the program: memory, output or file size, processes/threads, a refused system call or network access; not
+a modelling error, whether or not a solve had happened yet), ``solver`` (the solve ended without an answer:
+infeasible, unbounded, numerical trouble, out of time) or ``infra`` (a sandbox fault or a licence-size refusal: says
+nothing about the program, never counted against a model).
 ``classify_failure`` adds what the contracts saw and returns the first failure along the pipeline.
 
 Three views name these classes in their own words and never re-decide them: the capability boundary of a policy
@@ -18,7 +20,7 @@ from typing import Any
 
 from solvers.records import ExecStatus
 
-CATEGORIES = ("pass", "code", "solver", "formulation", "infra")
+CATEGORIES = ("pass", "code", "limit", "solver", "formulation", "infra")
 
 EXEC_FAILURE: dict[ExecStatus, str] = {
     ExecStatus.OK: "pass",
@@ -28,8 +30,10 @@ EXEC_FAILURE: dict[ExecStatus, str] = {
     ExecStatus.MODEL_BUILD_ERROR: "code",
     ExecStatus.RUNTIME_ERROR: "code",
     ExecStatus.NO_SOLVE_CALL: "code",
-    ExecStatus.MEMORY_LIMIT: "code",
-    ExecStatus.OUTPUT_LIMIT: "code",
+    ExecStatus.MEMORY_LIMIT: "limit",
+    ExecStatus.OUTPUT_LIMIT: "limit",
+    ExecStatus.PROCESS_LIMIT: "limit",
+    ExecStatus.DENIED: "limit",
     ExecStatus.TAMPERED: "code",
     ExecStatus.SOLVER_INFEASIBLE: "solver",
     ExecStatus.SOLVER_UNBOUNDED: "solver",
@@ -59,7 +63,7 @@ def classify_failure(row: Mapping[str, Any]) -> tuple[str, str]:
     """(category, detail) of one attempt, e.g. ("code", "syntax_error") or ("formulation", "objective_matches").
 
     ``row`` holds ``exec_status`` (None when not executed), ``verdicts`` (contract -> outcome) and optionally
-    ``accepted``. The first failure wins: infrastructure, then code, then solver outcome (unless the verified
+    ``accepted``. The first failure wins: infrastructure, then code, then a sandbox limit, then solver outcome (unless the verified
     answer is that outcome), then answer contracts, then code contracts. When the execution status decided, the
     detail is that status."""
     raw = row.get("exec_status")
@@ -73,6 +77,8 @@ def classify_failure(row: Mapping[str, Any]) -> tuple[str, str]:
         return "infra", "not_executed"
     if cls in ("code", "no_code"):
         return "code", status
+    if cls == "limit":
+        return "limit", status
     if cls == "solver" and verdicts.get("status_matches_ground_truth") != "pass":
         return "solver", status  # e.g. infeasible where the verified answer is not
     for name in ANSWER_CONTRACTS:

@@ -30,7 +30,11 @@ class SolveStatus(StrEnum):
 class ExecStatus(StrEnum):
     """The failure taxonomy of one program execution. Stable: stored with every execution.
 
-    ``sandbox_error`` is infrastructure (retried, never counted against a model).
+    ``sandbox_error`` is infrastructure (retried, never counted against a model). ``memory_limit``,
+    ``output_limit`` (stdout/stderr beyond the limit, or a file beyond RLIMIT_FSIZE), ``process_limit`` (the
+    processes/threads cap: RLIMIT_NPROC or the cgroup's ``pids.max``) and ``denied`` (a system call or the network
+    refused by the sandbox: seccomp, no network namespace, read-only system) name the sandbox rule that stopped the
+    program, whether or not it had solved anything yet (``solvers/sandbox/classify.py``).
     """
 
     OK = "ok"
@@ -48,5 +52,7 @@ class ExecStatus(StrEnum):
     TIMEOUT_WALL = "timeout_wall"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
+    PROCESS_LIMIT = "process_limit"
+    DENIED = "denied"
     TAMPERED = "tampered"
     SANDBOX_ERROR = "sandbox_error"

@@ -106,11 +106,25 @@ def test_every_failure_report_classes_a_status_the_same_way(status: ExecStatus) 
     status that ended without a solve (one table, solvers.failures, in three vocabularies)."""
     category, detail = classify_failure({"exec_status": status.value, "verdicts": {}})
     miss = judge(Completion(id="x", answer=3.0, code="x = 1"), Execution(program_id="x", status=status)).miss_class
-    evaluator_words = {"code": {"code", "no_code"}, "solver": {"solver_outcome"}, "infra": {"infrastructure"}}
+    evaluator_words = {"code": {"code", "no_code"}, "limit": {"sandbox_limit"}, "solver": {"solver_outcome"},
+                       "infra": {"infrastructure"}}
     assert detail == status.value and miss in evaluator_words[category]
     assert failure_reasons({"exec_status": status.value, "verdicts": {}, "accepted": False}) == [f"exec:{status}"]
     if status == ExecStatus.LICENSE_LIMIT:  # a licence-size refusal is never the model's error, in any report
         assert (category, miss) == ("infra", "infrastructure")
+    if status in (ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT, ExecStatus.PROCESS_LIMIT, ExecStatus.DENIED):
+        assert (category, miss) == ("limit", "sandbox_limit")  # a sandbox rule, named as such in every report
+
+
+def test_a_limit_after_a_solve_is_still_the_limit() -> None:
+    """A program stopped by a sandbox rule after a solve (an intermediate one, whose objective is not the label's):
+    the evaluator names the limit, not a formulation error."""
+    from solvers.records import SolveCall
+
+    solve = SolveCall(api="gurobipy", solver="gurobi", status="optimal", objective=5.0)
+    verdict = judge(Completion(id="x", answer=3.0, code="x = 1"),
+                    Execution(program_id="x", status=ExecStatus.DENIED, solves=(solve,)))
+    assert verdict.miss_class == "sandbox_limit"
 
 
 def test_a_correct_infeasible_answer_fails_on_the_contract_that_rejected_it() -> None:

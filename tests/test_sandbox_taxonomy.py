@@ -42,6 +42,10 @@ s.Solve()
     ExecStatus.MEMORY_LIMIT: "blocks = []\nwhile True:\n    blocks.append(b'x' * (64 * 2**20))\n",
     ExecStatus.OUTPUT_LIMIT: "while True:\n    print('spam' * 256)\n",
     ExecStatus.TAMPERED: LP + "gp.Model.optimize = lambda self: None\nm.optimize()\n",
+    # More threads than the processes cap (64): CPython's "can't start new thread" (tests/test_sandbox_limits.py)
+    ExecStatus.PROCESS_LIMIT: "import threading, time\nfor _ in range(200):\n"
+                              "    threading.Thread(target=time.sleep, args=(3,), daemon=True).start()\n",
+    ExecStatus.DENIED: "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)\n",
 }
 # Short limits keep the suite fast: wall 6 s, 384 MiB, 1 MiB of output.
 CONFIG = SandboxConfig(timeout_s=6, memory_mb=384, output_limit_bytes=2**20, preload=("gurobipy",))

@@ -98,10 +98,10 @@ def register(app: typer.Typer) -> None:
         for r in data["failures"]:
             failures.add_row(r["family"], r["reason"], str(r["count"]), _fmt(r["share_of_family"]))
         console.print(failures)
-        boundary = Table("policy", "family", "attempts", "pass", "code", "solver", "formulation", "infra",
+        boundary = Table("policy", "family", "attempts", "pass", "code", "limit", "solver", "formulation", "infra",
                          "pass rate", "top failures", title="capability boundary (first failure along the pipeline)")
         for r in data["capability_boundary"]:
-            boundary.add_row(r["policy"], r["family"], *(str(r[k]) for k in ("attempts", "pass", "code", "solver",
-                                                                              "formulation", "infra")),
+            boundary.add_row(r["policy"], r["family"], *(str(r[k]) for k in ("attempts", "pass", "code", "limit",
+                                                                              "solver", "formulation", "infra")),
                              _fmt(r["pass_rate"]), r["top_failures"])
         console.print(boundary)

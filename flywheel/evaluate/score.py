@@ -6,7 +6,8 @@ program whose final solve concludes infeasible, and items without a label are co
 
 Every miss gets a class, so a report can say *why* a model fails:
 ``no_code`` (nothing to run), ``code`` (the program crashed before a solve: syntax, import, build or runtime error,
-no solve call), ``solver_outcome`` (the solve ended infeasible / unbounded / timed out where a number was expected,
+no solve call), ``sandbox_limit`` (a sandbox rule stopped or refused the program: memory, output or file size,
+processes/threads, a refused system call or the network; not a modelling error), ``solver_outcome`` (the solve ended infeasible / unbounded / timed out where a number was expected,
 or the reverse), ``tolerance_only`` (the objective misses strict but is within 1e-3 relative of the label, e.g.
 rounding), ``formulation`` (the solve succeeded and reports a clearly different optimum), ``infrastructure``
 (sandbox error or licence-size refusal: never counted against the model). Which execution statuses are which comes
@@ -39,8 +40,8 @@ TOLERANCE_ONLY_RTOL = 1e-3
 
 # The miss class of a program that never reached a final solve is its execution status's class
 # (``solvers.failures``), in the evaluator's words; ``pass`` and ``code`` both mean "crashed before a solve".
-_MISS_BY_EXEC = {"pass": "code", "no_code": "no_code", "code": "code", "solver": "solver_outcome",
-                 "infra": "infrastructure"}
+_MISS_BY_EXEC = {"pass": "code", "no_code": "no_code", "code": "code", "limit": "sandbox_limit",
+                 "solver": "solver_outcome", "infra": "infrastructure"}
 _SUCCESS_SOLVE = {SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT_WITH_SOLUTION}
 
 
@@ -179,7 +180,7 @@ def _matches(label: float | str, final: Any, rule: str) -> tuple[bool, float]:
 
 def _miss_class(labels: list[float | str], execution: Execution | None, final: Any) -> str:
     failure = exec_failure(execution.status if execution is not None else ExecStatus.NO_CODE)
-    if failure in ("no_code", "infra") or final is None:
+    if failure in ("no_code", "infra", "limit") or final is None:  # a limit stops a program whatever it solved
         return _MISS_BY_EXEC[failure]
     numeric = [float(x) for x in labels if not isinstance(x, str)]
     if final.status not in _SUCCESS_SOLVE or not _finite(final.objective):

@@ -72,6 +72,14 @@ class SlotCgroup:
                 return int(val)
         return 0
 
+    def pids_max_hits(self) -> int:
+        """Forks the slot's ``pids.max`` refused so far (``pids.events``: "max N", v1 and v2)."""
+        for line in _read(os.path.join(self.dirs[-1], "pids.events")).splitlines():
+            key, _, val = line.partition(b" ")
+            if key == b"max":
+                return int(val)
+        return 0
+
     def remove(self) -> None:
         self.kill_all(1.0)
         for d in self.dirs:

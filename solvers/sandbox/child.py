@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import resource
@@ -71,7 +72,7 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         flags: list[str] = []
         capture.configure(counter, workdir, config.capture_mps, config.max_solution_values, config.solver_threads)
         _hide_sandbox_modules()
-        sys.addaudithook(_make_audit(flags, send))
+        sys.addaudithook(_make_audit(flags, send, _COUNTS))
     except BaseException as exc:  # noqa: BLE001 - setup failed: infrastructure, reported as sandbox_error
         with contextlib.suppress(Exception):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
@@ -237,6 +238,7 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, co
         except BaseException as exc:  # noqa: BLE001 - the program's own failure, classified by the worker
             done = {"type": "done", "outcome": "exception", "exc_type": type(exc).__name__,
                     "message": f"{type(exc).__name__}: {exc}"[:500], "kind": _kind(exc),
+                    "errno": _limit_kind(exc)[1], "spawns": _COUNTS[0], "sockets": _COUNTS[1],
                     "solves_before": counter.n,
                     "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]}
         done["exec_s"] = max(0.0, time.perf_counter() - started - capture.overhead_s())
@@ -263,7 +265,46 @@ def _run(program: GivenProgram, config: GivenConfig, workdir: str, send: Any, co
 _MISSING_SOLVER = re.compile(r"No executable found for solver|solver .{0,40} (is )?not available", re.IGNORECASE)
 
 
+# Audit events that make a process or a thread (counted by the audit hook into _COUNTS[0]).
+_SPAWN_EVENTS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen",
+                           "_thread.start_new_thread", "os.exec"})
+_COUNTS = [0, 0]  # [spawns attempted, network sockets attempted], this child's own (reset by fork: a fresh child)
+_NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTUNREACH, errno.EAFNOSUPPORT})
+
+
+def _limit_kind(exc: BaseException) -> tuple[str | None, int | None]:
+    """(kind, errno) when the sandbox's own rule stopped the program: ``fsize`` (EFBIG: RLIMIT_FSIZE), ``pids``
+    (a thread or process that could not be made: CPython's "can't start new thread", or EAGAIN right after a
+    process/thread creation was attempted), ``denied`` (EPERM, which seccomp and the uid drop answer; EROFS of the
+    read-only system; the network: no route, no such address family, a name that cannot be resolved without one).
+    Looks through the exception's causes and contexts (``requests`` wraps the socket's error). Only called when the
+    program failed: nothing of this is on a succeeding program's path."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    found_errno = None
+    while e is not None and id(e) not in seen and len(seen) < 16:
+        seen.add(id(e))
+        if isinstance(e, OSError) and isinstance(e.errno, int):
+            code = e.errno
+            found_errno = found_errno if found_errno is not None else code
+            if code == errno.EFBIG:
+                return "fsize", code
+            if code == errno.EAGAIN and _COUNTS[0]:
+                return "pids", code
+            if code in (errno.EPERM, errno.EROFS) or code in _NETWORK_ERRNOS:
+                return "denied", code
+            if type(e).__name__ == "gaierror" or (code == errno.EACCES and _COUNTS[1]):
+                return "denied", code
+        if isinstance(e, RuntimeError) and "can't start new thread" in str(e):
+            return "pids", errno.EAGAIN
+        e = e.__cause__ or e.__context__
+    return None, found_errno
+
+
 def _kind(exc: BaseException) -> str:
+    limit, _ = _limit_kind(exc)
+    if limit is not None:
+        return limit
     if isinstance(exc, _IMPORT_ERRORS) or _MISSING_SOLVER.search(str(exc)):
         return "import"
     if isinstance(exc, MemoryError):
@@ -325,9 +366,10 @@ def _hide_sandbox_modules() -> None:
         sys.modules.pop(name, None)
 
 
-def _make_audit(flags: list[str], send: Any) -> Any:
+def _make_audit(flags: list[str], send: Any, counts: list[int]) -> Any:
     """The audit hook. Each alarm is also sent at once, as its own frame: a program that then steals the sender, or
-    leaves through os._exit before the final report, cannot take it back."""
+    leaves through os._exit before the final report, cannot take it back. ``counts``: [process/thread creations
+    attempted, network sockets attempted] (the evidence ``_limit_kind`` weighs an error against)."""
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
         why = None
@@ -339,6 +381,10 @@ def _make_audit(flags: list[str], send: Any) -> Any:
             module = getattr(args[0], "__module__", "") or ""
             if isinstance(module, str) and module.startswith("solvers.sandbox"):
                 why = "program inspected sandbox internals (__code__)"
+        elif event in _SPAWN_EVENTS:
+            counts[0] += 1  # a process or thread about to be made: EAGAIN after it is the processes cap
+        elif event == "socket.__new__" and len(args) > 1 and args[1] in seccomp.DENIED_FAMILIES:
+            counts[1] += 1  # a network socket, which seccomp refuses
         elif event == "open" and args and isinstance(args[0], str) and (
                 args[0].startswith(("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self/fd"))
                 or (args[0].startswith("/proc/") and args[0].endswith(("/mem", "/fd")))):

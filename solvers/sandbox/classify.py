@@ -2,7 +2,12 @@
 
 The order is the precedence: evidence of tampering beats everything (nothing the program said can be believed),
 then the sandbox's own limits (timeouts, output, memory), then how the program ended, then what its final solve
-call concluded.
+call concluded. A program stopped by one of the sandbox's rules is classified by that rule, whether or not it had
+solved anything yet, from the evidence the sandbox has: the signal that ended it (SIGXFSZ: the file-size limit;
+SIGSYS: seccomp's kill), the errno of the exception that ended it (EFBIG; EAGAIN after a process or thread
+creation, CPython's "can't start new thread"; EPERM/EROFS, the network's errors: ``child._limit_kind``) and the
+sandbox's own counters (the cgroup's OOM kills and ``pids.events`` "max", the audit hook's count of process
+creations and refused sockets). A model error (a KeyError, an infeasible model, ...) stays a model error.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class Observed:
     cpu_limit: int
     leftovers: int = 0
     models_expected: bool = False  # MPS capture was on: solves through the MODEL_APIS must carry their model
+    pids_max_hits: int = 0  # process creations the cgroup's pids.max refused (read only when the program failed)
     notes: list[str] = field(default_factory=list)
     verifications: list[str] = field(default_factory=list)  # the parent's check of each solve message, in order
 
@@ -71,6 +77,10 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
         return ExecStatus.MEMORY_LIMIT, "memory cap reached"
     if obs.term_signal == signal.SIGXCPU or (obs.term_signal == signal.SIGKILL and obs.cpu_s >= obs.cpu_limit):
         return ExecStatus.TIMEOUT_CPU, f"CPU-time limit ({obs.cpu_limit} s) reached"
+    if obs.term_signal == signal.SIGXFSZ:
+        return ExecStatus.OUTPUT_LIMIT, "file-size limit (RLIMIT_FSIZE) reached: killed by SIGXFSZ"
+    if obs.term_signal == signal.SIGSYS:
+        return ExecStatus.DENIED, "a system call refused by seccomp (killed by SIGSYS)"
     if not ready:
         return ExecStatus.SANDBOX_ERROR, f"sandbox set-up failed (exit {obs.exit_code}, signal {obs.term_signal})"
     if done is None:
@@ -79,6 +89,9 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
         if obs.exit_code == 0:
             return ExecStatus.NO_SOLVE_CALL, "program left through os._exit without a solve call"
         how = f"signal {signal.Signals(obs.term_signal).name}" if obs.term_signal else f"exit {obs.exit_code}"
+        if obs.pids_max_hits:
+            return ExecStatus.PROCESS_LIMIT, (f"program died ({how}) after the processes cap (pids.max) refused "
+                                              f"{obs.pids_max_hits} fork(s)")
         return ExecStatus.RUNTIME_ERROR, f"program died ({how}) before finishing"
     outcome = done.get("outcome")
     if outcome == "no_code":
@@ -90,6 +103,9 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
     if any(s.get("status") == SolveStatus.LICENSE_LIMIT for s in solves) or done.get("kind") == "license":
         return ExecStatus.LICENSE_LIMIT, done.get("message", "size-limited licence exceeded")
     if outcome == "exception":
+        limit = _limit(done, obs)
+        if limit is not None:
+            return limit
         if done.get("kind") == "import":
             return ExecStatus.IMPORT_ERROR, done.get("message", "")
         if not solves:
@@ -107,6 +123,24 @@ def classify(obs: Observed) -> tuple[ExecStatus, str]:
     if not solves:
         return ExecStatus.NO_SOLVE_CALL, "the program never called a solver"
     return _by_final_solve(solves, "")
+
+
+_LIMIT_KINDS = {
+    "fsize": (ExecStatus.OUTPUT_LIMIT, "file-size limit (RLIMIT_FSIZE) reached"),
+    "pids": (ExecStatus.PROCESS_LIMIT, "processes/threads cap reached (RLIMIT_NPROC / pids.max)"),
+    "denied": (ExecStatus.DENIED, "refused by the sandbox (seccomp, no network, read-only system)"),
+}
+
+
+def _limit(done: dict[str, Any], obs: Observed) -> tuple[ExecStatus, str] | None:
+    """The sandbox rule that ended a program which raised, or None (then it is the program's own error)."""
+    kind = done.get("kind")
+    if kind not in _LIMIT_KINDS and done.get("errno") == 11 and obs.pids_max_hits:  # EAGAIN, and pids.max refused
+        kind = "pids"
+    if kind not in _LIMIT_KINDS:
+        return None
+    status, why = _LIMIT_KINDS[kind]
+    return status, f"{why}: {done.get('message', '')}"[:500]
 
 
 def _by_final_solve(solves: list[dict[str, Any]], note: str) -> tuple[ExecStatus, str]:

@@ -96,6 +96,7 @@ class Worker:
         self.parsed: tuple[bytes, list[dict[str, Any]], str | None] | None = None
         self.zygote: Zygote | None = None  # started at the end of preload: it forks every child
         self.oom_counts: dict[SlotCgroup, int] = {}  # each sub-slot's OOM-kill count after its last program
+        self.pids_counts: dict[SlotCgroup, int] = {}  # each sub-slot's pids.events "max" after its last failure
 
     def preload(self) -> list[str]:
         for var in THREAD_VARS:
@@ -331,10 +332,18 @@ class Worker:
         if prepared.cgroup:
             self.oom_counts[prepared.cgroup] = prepared.cgroup.oom_kills()
             oom = self.oom_counts[prepared.cgroup] - oom_before
+        done = next((m for m in messages if m.get("type") == "done"), {})
+        pids_hits = 0
+        if prepared.cgroup and done.get("outcome") in (None, "exception", "exit"):
+            # Only for a program that failed (no cost on success): forks its cgroup's pids.max refused since the
+            # sub-slot's last failed program (a fresh cgroup starts at 0).
+            total = prepared.cgroup.pids_max_hits()
+            pids_hits = max(0, total - self.pids_counts.get(prepared.cgroup, 0))
+            self.pids_counts[prepared.cgroup] = total
         obs = Observed(messages=messages, channel_error=channel_error, exit_code=exit_code, term_signal=term_signal,
                        timed_out=timed_out, output_flood=output_flood, oom_kills=oom,
-                       cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers, models_expected=cfg.capture_mps)
-        done = next((m for m in messages if m.get("type") == "done"), {})
+                       cpu_s=cpu_s, cpu_limit=cfg.cpu_limit, leftovers=leftovers, models_expected=cfg.capture_mps,
+                       pids_max_hits=pids_hits)
         ready = next((m for m in messages if m.get("type") == "ready"), {})
         layers = self.layers + (["seccomp"] if ready.get("seccomp") else [])
         # Where the time went (CLOCK_MONOTONIC is shared by the worker and its child): fork, child set-up until
