@@ -106,7 +106,7 @@ class SolveCall(Record):
     solve_time_s: float = 0.0
     model_mps: str | None = None  # the model the program built, for structural checks
     sense: str | None = None  # "minimize" | "maximize" where known
-    # The parent's check of this call against its own captured model (solvers/sandbox/verify.py): "verified",
+    # The parent's check of this call against its own captured model (solvers/sandbox/verify/): "verified",
     # "partial" (some constraint kinds unchecked), "re-solved" (a no-solution claim HiGHS did not contradict),
     # "unverified" (no checkable model), "refuted" (the execution is tampered), "" (nothing claimed to check).
     verification: str = ""

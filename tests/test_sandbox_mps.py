@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 import solvers.sandbox.verify as verify
+import solvers.sandbox.verify.linear as linear
 from solvers.sandbox import Program, SandboxConfig, run_batch
 from solvers.sandbox.mps import MpsModel, parse
 
@@ -464,13 +465,13 @@ def test_check_record_takes_the_fast_path_only_where_it_may() -> None:
     point = {"x": 2.0, "y": 1.0, "z": 1.0, "w": 0.0}
     objective = -2.0 + 2.0 + 1.0 - 3.5  # -x + 2y + z, then the constant: minus the objective row's RHS (3.5)
     calls: list[str] = []
-    real = verify._check_highs
+    real = linear._check_highs
 
     def counted(*args: Any) -> str | None:
         calls.append(args[0])
         return real(*args)
 
-    verify._check_highs = counted  # type: ignore[assignment]
+    linear._check_highs = counted  # type: ignore[assignment]  # check_record's own module (verify/linear.py)
     try:
         assert verify.check_record(text, point, objective, "minimize") == ""
         assert calls == []
@@ -484,4 +485,4 @@ def test_check_record_takes_the_fast_path_only_where_it_may() -> None:
         assert verify.check_record(padded, point, objective + 1, "minimize").startswith("claimed objective")
         assert calls == [quadratic, padded]
     finally:
-        verify._check_highs = real  # type: ignore[assignment]
+        linear._check_highs = real  # type: ignore[assignment]

@@ -5,7 +5,7 @@ program, no file appeared outside the working dir, the pool still runs an honest
 The forging attacks are the ones a program in the same interpreter as the capture can make: it can reach the
 channel's sender (through a hooked method's globals, the frame stack, the garbage collector), poison the capture,
 or override what the solver object reports. They must end ``tampered``: either the child sees the misuse and says so
-at once, or the worker finds that the captured numbers contradict the captured model (solvers/sandbox/verify.py).
+at once, or the worker finds that the captured numbers contradict the captured model (solvers/sandbox/verify/).
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ ENDATA
 
 # A forger holding the key signs records of the kinds that used to carry no model (OR-Tools, pyomo) or claims
 # "infeasible" for a feasible model it exports itself: the parent requires the model each hook promises, and
-# re-solves small no-solution claims (solvers/sandbox/verify.py).
+# re-solves small no-solution claims (solvers/sandbox/verify/).
 SIGN_WITH_STOLEN_KEY = GOOD + """
 import hashlib, json, struct, os
 vals = [c.cell_contents for c in gp.Model.optimize.__globals__['_state']['sink'].send.__closure__]

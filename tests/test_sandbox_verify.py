@@ -1,4 +1,4 @@
-"""The parent's re-check of captured solves (solvers/sandbox/verify.py), through real forked sandbox runs.
+"""The parent's re-check of captured solves (solvers/sandbox/verify/), through real forked sandbox runs.
 
 For each check: an honest program passes (never a false ``tampered``), and a program that forges what its solver
 concluded -- by poisoning what the capture reads inside its own interpreter -- ends ``tampered`` for the reason that

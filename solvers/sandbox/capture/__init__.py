@@ -77,7 +77,7 @@ class Described:
     solve_time_s: float | None = None
     model_mps: str | None = None
     sense: str | None = None
-    # Data for the parent's check (solvers/sandbox/verify.py), sent in the record's "verify" key and removed there:
+    # Data for the parent's check (solvers/sandbox/verify/), sent in the record's "verify" key and removed there:
     # CP-SAT's compact model, pyomo's "linear" verdict, "callback" / "cutoff" for a solve whose solver was asked a
     # different question than its exported model (no re-solve of its no-solution claim).
     check: dict[str, Any] | None = None
@@ -269,7 +269,7 @@ def wrap_solve(
     (licence-size errors become ``license_limit``), and the exception propagates to the program unchanged.
     ``kind`` names the hook (e.g. OR-Tools' linear solver vs CP-SAT) in the record's ``verify`` key: it is fixed
     here, when the hook is installed, so that nothing the program's objects report decides which model the parent
-    requires (solvers/sandbox/verify.py).
+    requires (solvers/sandbox/verify/).
     """
 
     @functools.wraps(original)

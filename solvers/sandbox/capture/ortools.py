@@ -3,7 +3,7 @@
 
 Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
 linear-solver record (``ExportModelAsMpsFormat`` writes any model pywraplp can hold), the compact CP-SAT model of a
-CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify.py).
+CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify/).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
-from solvers.sandbox.verify import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
+from solvers.sandbox.verify.common import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
 from solvers.statuses import SolveStatus
 
 

@@ -7,7 +7,7 @@ The model is exported as MPS with symbolic labels (the parent matches columns to
 names share a label (pyomo refuses to write those), with numeric labels and the label -> name map in the record's
 ``verify`` key. When no MPS can be written, the capture says whether the model was linear (one active objective,
 every active constraint and the objective of degree <= 1, only plain components): the MPS writer takes every such
-model, so a linear model without its MPS did not come from an intact capture (solvers/sandbox/verify.py). The writer
+model, so a linear model without its MPS did not come from an intact capture (solvers/sandbox/verify/). The writer
 and the degree function are bound when the hook is installed, before user code runs.
 """
 
@@ -28,7 +28,7 @@ from solvers.sandbox.capture import (
     patch_solves,
 )
 from solvers.sandbox.capture.highs import _STATUS as _HIGHS_STATUS
-from solvers.sandbox.verify import PYOMO
+from solvers.sandbox.verify.common import PYOMO
 from solvers.statuses import SolveStatus
 
 _TC = {"optimal": SolveStatus.OPTIMAL, "globallyoptimal": SolveStatus.OPTIMAL, "locallyoptimal": SolveStatus.OPTIMAL,
