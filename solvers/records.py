@@ -110,6 +110,9 @@ class SolveCall(Record):
     # "partial" (some constraint kinds unchecked), "re-solved" (a no-solution claim HiGHS did not contradict),
     # "unverified" (no checkable model), "refuted" (the execution is tampered), "" (nothing claimed to check).
     verification: str = ""
+    # The solver's own status when the parent's re-solve showed otherwise (infeasible vs unbounded; an "infeasible or
+    # unbounded" settled): ``status`` then holds what the evidence shows. None when the claim stood or was not checked.
+    claimed_status: SolveStatus | None = None
 
 
 class Execution(Record):

@@ -93,6 +93,7 @@ def solve_rows(attempt_id: str, e: Execution) -> list[dict[str, Any]]:
         "mip_gap": s.mip_gap, "n_vars": s.n_vars, "n_int_vars": s.n_int_vars, "n_bin_vars": s.n_bin_vars,
         "n_constraints": s.n_constraints, "solve_time_s": s.solve_time_s, "sense": s.sense,
         "solution_json": _json(s.solution), "model_mps": s.model_mps, "verification": s.verification,
+        "claimed_status": s.claimed_status.value if s.claimed_status else None,
     } for i, s in enumerate(e.solves)]
 
 
@@ -103,7 +104,7 @@ def execution_from_rows(row: Mapping[str, Any], solves: list[Mapping[str, Any]])
         solution=json.loads(s["solution_json"] or "{}"), n_vars=s["n_vars"] or 0, n_int_vars=s["n_int_vars"] or 0,
         n_bin_vars=s["n_bin_vars"] or 0, n_constraints=s["n_constraints"] or 0,
         solve_time_s=s["solve_time_s"] or 0.0, model_mps=s["model_mps"], sense=s["sense"],
-        verification=s.get("verification") or "",
+        verification=s.get("verification") or "", claimed_status=s.get("claimed_status") or None,
     ) for s in sorted(solves, key=lambda s: s["call_index"]))
     return Execution(
         program_id=row["program_id"] or row["attempt_id"], status=row["status"], solves=calls,

@@ -118,6 +118,7 @@ register_table(TableSpec(
         ("objective", F), ("bound", F), ("mip_gap", F), ("n_vars", INT), ("n_int_vars", INT), ("n_bin_vars", INT),
         ("n_constraints", INT), ("solve_time_s", F), ("sense", S), ("solution_json", S), ("model_mps", S),
         ("verification", S),  # SolveCall.verification; NULL in parts written before it existed
+        ("claimed_status", S),  # SolveCall.claimed_status (the solver's claim the re-solve overruled); NULL otherwise
     ),
     key=("attempt_id", "call_index"),
     doc="one row per solver call captured inside an execution",

@@ -147,5 +147,7 @@ def _by_final_solve(solves: list[dict[str, Any]], note: str) -> tuple[ExecStatus
     final = solves[-1]
     status = SOLVE_TO_EXEC.get(SolveStatus(final.get("status", "error")), ExecStatus.RUNTIME_ERROR)
     reason = note if status == ExecStatus.OK else f"final solve: {final.get('status')}" + (
-        f" ({final['error']})" if final.get("error") else "")
+        f" ({final['error']})" if final.get("error") else "") + (
+        f" (the solver claimed {final['claimed_status']}; HiGHS's re-solve shows {final.get('status')})"
+        if final.get("claimed_status") else "")
     return status, reason

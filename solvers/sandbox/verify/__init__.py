@@ -24,7 +24,11 @@ classified) does not take a record's numbers on faith. What it checks, per recor
   (integers rounded first), and a bounded continuous relaxation (``_check_no_solution``). A feasible point alone
   refutes nothing: GLOP reports an unbounded LP as "infeasible", and Gurobi's "unbounded" says nothing about
   feasibility. Time limits, numerical trouble, a point that fails the tight re-check: all doubtful, never
-  ``tampered``.
+  ``tampered``. The re-solve also settles infeasible vs unbounded where HiGHS can (infeasible; or a tightly
+  re-checked point and an unbounded relaxation): a claim it contradicts that way (GLOP's "infeasible" for an
+  unbounded LP, CBC's "unbounded" for a MIP with no integer point) is recorded (``Verdict.corrected``) and the
+  record's status follows the evidence, the solver's own claim kept in ``claimed_status``
+  (``verify/nosolution.py``).
 - **Models the capture always sends**: with MPS capture on, a record that claims a solution must carry the model
   its hook promises: the MPS of gurobipy/highspy/coptpy/docplex/pulp and of OR-Tools' linear solver (``pywraplp``
   exports any model it can hold); the MPS of a pyomo or MathOpt model unless the capture found it beyond MPS
@@ -72,6 +76,7 @@ from typing import Any
 
 from solvers.sandbox.verify.common import (
     CHECK_KEY,
+    CLAIMED_KEY,
     CLAIMS_NO_SOLUTION,
     CLAIMS_SOLUTION,
     CP_MAX_ITEMS,
@@ -99,14 +104,14 @@ from solvers.sandbox.verify.common import (
 from solvers.sandbox.verify.cpsat import _verify_cp, check_cp
 from solvers.sandbox.verify.highs import _highs, _read
 from solvers.sandbox.verify.linear import _check_highs, _check_parsed, _values_by_column, check_record
-from solvers.sandbox.verify.nosolution import _check_no_solution, _objective_rows
+from solvers.sandbox.verify.nosolution import Evidence, _check_no_solution, _objective_rows
 from solvers.statuses import SolveStatus
 
 __all__ = [
     "CHECK_KEY", "CLAIMS_NO_SOLUTION", "CLAIMS_SOLUTION", "CP_MAX_ITEMS", "CP_MAX_TERMS", "CP_SAT", "FAST_MPS_CHARS",
     "FEAS_TOL", "HUGE", "INT_TOL", "LINEAR_SOLVER", "MATHOPT", "MAX_MPS_CHARS", "MAX_RESOLVE_MPS_CHARS", "NOT_CHECKED",
     "OBJ_TOL", "PARTIAL", "PYOMO", "REFUTED", "RESOLVED", "RESOLVE_TIME_S", "TIGHT_TOL", "UNVERIFIED", "VERIFIED",
-    "Verdict", "_check_highs", "_check_no_solution", "_check_parsed", "_highs", "_objective_rows", "_read",
+    "CLAIMED_KEY", "Evidence", "Verdict", "_check_highs", "_check_no_solution", "_check_parsed", "_highs", "_objective_rows", "_read",
     "_values_by_column", "check_cp", "check_record", "verify_solves",
 ]
 
@@ -119,10 +124,13 @@ class Verdict:
     resolved: int = 0  # no-solution claims re-solved by HiGHS (and not contradicted, unless listed in problems)
     problems: list[str] = field(default_factory=list)
     per_record: list[str] = field(default_factory=list)  # VERIFIED ... NOT_CHECKED, one per record, in order
+    # no-solution claims whose status the re-solve changed (infeasible <-> unbounded, or inf_or_unbd settled)
+    corrected: list[str] = field(default_factory=list)
 
     def note(self) -> str:
         return (f"verified {self.checked} solve(s) ({self.partial} partially), {self.skipped} unverifiable, "
-                f"{self.resolved} no-solution claim(s) re-solved")
+                f"{self.resolved} no-solution claim(s) re-solved"
+                + "".join(f"; {c}" for c in self.corrected))
 
 
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
@@ -151,6 +159,9 @@ def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
     verdict = Verdict()
     statuses = {str(s) for s in SolveStatus}
     checks = [rec.pop(CHECK_KEY, None) if isinstance(rec, dict) else None for rec in records]
+    for rec in records:  # set only by the re-solve below, never by a record itself
+        if isinstance(rec, dict):
+            rec.pop(CLAIMED_KEY, None)
     for i, (rec, check) in enumerate(zip(records, checks, strict=True)):
         before = (len(verdict.problems), verdict.checked, verdict.partial, verdict.resolved, verdict.skipped)
         _verify_one(i, rec, check, statuses, models_expected, verdict)
@@ -183,13 +194,19 @@ def _verify_one(i: int, rec: Any, check: Any, statuses: set[str], models_expecte
         return
     check = check or {}
     if rec["status"] in CLAIMS_NO_SOLUTION:
-        problem = _check_no_solution(rec, check)
-        if problem is None:
+        evidence = _check_no_solution(rec, check)
+        if evidence is None:
             verdict.skipped += 1  # not re-solved: the claim stands unverified
-        else:
-            verdict.resolved += 1
-            if problem:
-                verdict.problems.append(f"solve {i + 1}: {problem}")
+            return
+        verdict.resolved += 1
+        if evidence.problem:
+            verdict.problems.append(f"solve {i + 1}: {evidence.problem}")
+        elif evidence.found and evidence.found != rec["status"]:
+            # infeasible vs unbounded (or a settled "infeasible or unbounded"): the status follows the evidence, the
+            # solver's own claim is kept beside it
+            verdict.corrected.append(f"solve {i + 1}: claimed {rec['status']}, re-solved {evidence.found} "
+                                     f"({evidence.detail})")
+            rec["claimed_status"], rec["status"] = rec["status"], evidence.found
         return
     if rec["status"] not in CLAIMS_SOLUTION:
         return

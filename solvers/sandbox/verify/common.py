@@ -41,6 +41,8 @@ CP_MAX_TERMS = 1_000_000  # the parent checks ~10 M linear terms/s in Python: at
 # Which hook made a record: stamped by the solve wrapper its hook installed (``capture.wrap_solve(kind=...)``).
 LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat", "ortools.mathopt", "pyomo"
 CHECK_KEY = "verify"
+# Where a record keeps the solver's own claim when the re-solve changed its status (``SolveCall.claimed_status``).
+CLAIMED_KEY = "claimed_status"
 
 
 # What the parent's check concluded for one solve (stored as ``SolveCall.verification``): its claimed point and

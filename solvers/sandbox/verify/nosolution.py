@@ -1,10 +1,15 @@
 """The no-solution re-solve: a small plain MPS model whose solve claimed "infeasible", "unbounded" or "infeasible
-or unbounded" is re-solved by HiGHS (``check_no_solution``)."""
+or unbounded" is re-solved by HiGHS (``_check_no_solution``), both ways: a finite optimum refutes the claim (the
+execution is ``tampered``); otherwise what HiGHS shows (infeasible, or feasible and unbounded) is the evidence the
+record's status then follows, the solver's own claim kept beside it (``SolveCall.claimed_status``). Example: GLOP
+answers INFEASIBLE for ``maximize x, x >= 0``, which HiGHS shows unbounded; CBC answers UNBOUNDED for a MIP with no
+integer point (``2 y = 1``) whose relaxation is unbounded, which HiGHS shows infeasible."""
 
 from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from solvers.sandbox.verify.common import HUGE, MAX_RESOLVE_MPS_CHARS, RESOLVE_TIME_S, TIGHT_TOL
@@ -47,10 +52,26 @@ def _objective_rows(mps: str) -> int:
     return n_rows
 
 
-def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None:
-    """Re-solve a small model whose solve claimed infeasible / unbounded / infeasible-or-unbounded: a reason when
-    HiGHS contradicts the claim beyond doubt, '' when it was re-solved without contradiction, None when not
-    re-solved (no model, too large, not plain MPS, solved with a callback, objective sense unclear).
+@dataclass(frozen=True)
+class Evidence:
+    """What re-solving a no-solution claim showed. ``problem``: the claim is refuted (a finite optimum), else ''.
+    ``found``: "infeasible" or "unbounded" when HiGHS settled which, else '' (doubtful, or refuted). ``detail``: how,
+    in words."""
+
+    problem: str = ""
+    found: str = ""
+    detail: str = ""
+
+
+def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> Evidence | None:
+    """Re-solve a small model whose solve claimed infeasible / unbounded / infeasible-or-unbounded: ``Evidence``
+    (refuted, settled one way or the other, or doubtful), None when not re-solved (no model, too large, not plain
+    MPS, solved with a callback, objective sense unclear).
+
+    Settled "infeasible": the solve without the objective (1) is infeasible to HiGHS (an LP's certificate, or a
+    MIP's finished search). Settled "unbounded": (1) gives a point that passes the tight re-check (the model is
+    feasible) and the continuous relaxation with the objective (2) is unbounded (for a MIP too: a feasible MIP with
+    rational data whose relaxation is unbounded is unbounded, Meyer's theorem).
 
     Every such claim is refuted by the same evidence: the model has a finite optimum. That takes two HiGHS solves:
     (1) without the objective, a point, which must pass the tight re-check (then the model is feasible); (2) the
@@ -70,7 +91,7 @@ def _check_no_solution(rec: dict[str, Any], check: dict[str, Any]) -> str | None
 _RESOLVING = threading.Lock()
 
 
-def _resolve(rec: dict[str, Any], mps: str) -> str | None:
+def _resolve(rec: dict[str, Any], mps: str) -> Evidence | None:
     import highspy
     import numpy as np
 
@@ -93,28 +114,37 @@ def _resolve(rec: dict[str, Any], mps: str) -> str | None:
         h.changeColsCost(n, columns, np.zeros(n))  # (1) any point
         h.setOptionValue("time_limit", RESOLVE_TIME_S)
         h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return ""
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            return Evidence(found="infeasible", detail="HiGHS: no point satisfies the bounds and rows")
+        if status != highspy.HighsModelStatus.kOptimal:
+            return Evidence()
         x = np.asarray(h.getSolution().col_value, dtype=float)
         if x.size != n or not np.all(np.isfinite(x)) or float(np.abs(x).max()) >= HUGE:
-            return ""
+            return Evidence()
         x = np.where(_integer_columns(lp), np.round(x), x) + 0.0  # + 0.0: no -0 in the reason
         names = list(lp.col_names_) if len(lp.col_names_) == n else [f"c{j}" for j in range(n)]
         if _infeasibility(lp, x, names, TIGHT_TOL, 0.0):
-            return ""  # HiGHS's point is feasible only to its own tolerance: doubtful
+            return Evidence()  # HiGHS's point is feasible only to its own tolerance: doubtful
         h.changeColsCost(n, columns, cost)  # (2) the relaxation, with the objective
         h.changeColsIntegrality(n, columns, np.array([highspy.HighsVarType.kContinuous] * n))
         h.clearSolver()
         h.setOptionValue("time_limit", RESOLVE_TIME_S)
         h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return ""
+        status = h.getModelStatus()
+        point = ", ".join(f"{names[j]}={x[j]:.6g}" for j in range(min(n, 4))) + (", ..." if n > 4 else "")
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            # the model is feasible (the point above), so "unbounded or infeasible" of the relaxation is unbounded
+            return Evidence(found="unbounded", detail=f"HiGHS: a point that satisfies every bound and row to 1e-9 "
+                                                      f"({point}) and an unbounded relaxation")
+        if status != highspy.HighsModelStatus.kOptimal:
+            return Evidence()
         bound = float(h.getInfo().objective_function_value)
         if not math.isfinite(bound) or abs(bound) >= HUGE:
-            return ""
-        point = ", ".join(f"{names[j]}={x[j]:.6g}" for j in range(min(n, 4)))
-        return (f"claimed {rec['status']}, but its own model has a finite optimum: a point that satisfies every bound "
-                f"and row to 1e-9 ({point}{', ...' if n > 4 else ''}) and a bounded relaxation ({bound:.10g}, HiGHS)")
+            return Evidence()
+        return Evidence(problem=f"claimed {rec['status']}, but its own model has a finite optimum: a point that "
+                                f"satisfies every bound and row to 1e-9 ({point}) and a bounded relaxation "
+                                f"({bound:.10g}, HiGHS)")
     except Exception:  # HiGHS could not take it: not re-solved
         return None
     finally:
