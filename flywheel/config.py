@@ -48,6 +48,8 @@ class SandboxSection(_Section):
     backend: Literal["local", "ray"] = Field("local", description="where programs run: local warm pool, or ray "
                                              "(each node's isolated pool; extra `ray`)")
     address: str | None = Field(None, description="ray cluster address; None: RAY_ADDRESS or a local Ray instance")
+    allow_uncapped: bool = Field(False, description="run rounds where the sandbox cannot cap memory and processes "
+                                 "(no usable cgroups: see `flywheel sandbox doctor`); off: such a round refuses")
 
     @model_serializer(mode="wrap")
     def _placement_when_set(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
@@ -56,7 +58,7 @@ class SandboxSection(_Section):
         asks for every default."""
         data = handler(self)
         if not (info.context or {}).get("all_defaults"):
-            for key in ("backend", "address"):
+            for key in ("backend", "address", "allow_uncapped"):
                 if key in data and data[key] == type(self).model_fields[key].default:
                     del data[key]
         return data

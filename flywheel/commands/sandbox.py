@@ -149,4 +149,26 @@ def register(app: typer.Typer) -> None:
         table.add_row("[bold]total[/]", str(sum(counts.values())))
         Console().print(table)
 
+    @sandbox_app.command("doctor")
+    def doctor(
+        fmt: str = typer.Option("table", "--format", help="table | json"),
+        run: bool = typer.Option(True, "--run/--no-run", help="Also run one program and show its isolation."),
+    ) -> None:
+        """Which isolation layers are active on this host, and why any is missing."""
+        from solvers.sandbox.doctor import diagnose
+
+        if fmt not in ("table", "json"):
+            raise SandboxError(f"unknown format {fmt!r}; known: table, json", culprit="--format")
+        data = diagnose(run_program=run)
+        if fmt == "json":
+            typer.echo(json.dumps(data, indent=2))
+            return
+        table = Table("layer", "on", "detail", title="sandbox isolation on this host")
+        for layer in data["layers"]:
+            table.add_row(layer["layer"], "yes" if layer["active"] else "[bold red]NO[/]", layer["detail"])
+        console = Console()
+        console.print(table)
+        if "isolation" in data:
+            console.print(f"a program here runs with: {data['isolation']} ({data['probe_status']})", highlight=False)
+
     app.add_typer(sandbox_app, name="sandbox")

@@ -11,6 +11,7 @@ from flywheel.round.context import COMMIT_SECONDS, RoundContext, commit_every, i
 from flywheel.round.plan import RoundPlan
 from flywheel.store import Store
 from flywheel.store.rows import execution_row, solve_rows
+from solvers.errors import SandboxError
 
 
 def pending_attempts(store: Store, round: int) -> list[dict[str, Any]]:
@@ -43,6 +44,20 @@ def sandbox_config(plan: RoundPlan) -> Any:
     return SandboxConfig(**kwargs)
 
 
+def require_memory_caps(sandbox: dict[str, Any], probe: Any = None) -> None:
+    """A round's programs run under memory and process caps (cgroups), or the round refuses to start, naming the
+    opt-out (``[sandbox] allow_uncapped = true``). The local pool only: a Ray node's pool has its own host."""
+    if sandbox.get("allow_uncapped") or sandbox.get("backend", "local") != "local":
+        return
+    from solvers.sandbox import cgroups
+
+    layer, why = (probe or cgroups.probe)()
+    if not layer:
+        raise SandboxError(f"the sandbox cannot cap memory and processes on this host ({why}); a round refuses to "
+                           "run uncapped. Fix the host (see `flywheel sandbox doctor`) or opt out with "
+                           "[sandbox] allow_uncapped = true", culprit="sandbox.allow_uncapped")
+
+
 def stage_execute(ctx: RoundContext) -> Iterator[int]:
     store = ctx.store
     pending = pending_attempts(store, ctx.round)
@@ -55,6 +70,7 @@ def stage_execute(ctx: RoundContext) -> Iterator[int]:
         return
     from solvers.sandbox import Program, run_batch
 
+    require_memory_caps(ctx.plan.sandbox)
     config = sandbox_config(ctx.plan)
     programs = [Program(program_id=p["attempt_id"], code=p["code"] or "") for p in pending]
     batch: list[tuple[str, Any]] = []
