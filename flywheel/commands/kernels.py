@@ -64,7 +64,7 @@ def tune_cmd(
     vocab: int = typer.Option(1024, "--vocab", help="vocabulary size for tiny archs"),
     repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
     op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
-    candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
+    candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), screened in the sandbox"),
     skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
     llm: str | None = typer.Option(None, "--llm", help="policy spec (openai:MODEL@URL | hf:PATH | vllm:PATH) "
                                    "that writes candidate files into <out>.candidates/"),
@@ -80,8 +80,8 @@ def tune_cmd(
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from flywheel.config import load_config
+    from flywheel.kernel_candidates import LLMWriter, sandbox_runner
     from kernels import registry
-    from kernels.candidate import LLMWriter
     from kernels.tuner import tune
     from training.device import get_device
 
@@ -106,7 +106,8 @@ def tune_cmd(
         task = prog.add_task("tuning")
         table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
                                      out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
-                                     progress=lambda s: prog.update(task, description=s), llm=writer)
+                                     progress=lambda s: prog.update(task, description=s), llm=writer,
+                                 runner=sandbox_runner() if candidate or writer else None)
     out_rows = []
     for r in results:
         ref = next(c for c in r.candidates if c.backend == "reference")
