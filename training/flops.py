@@ -68,8 +68,17 @@ def flops_per_token(model: nn.Module, seq_len: int) -> float:
     return 6.0 * active_matmul_params(model) + 12.0 * layers * heads * head_dim * seq_len
 
 
-def device_peak(device: str, dtype: torch.dtype) -> tuple[float, str]:
-    """(peak FLOPs/s, where it came from) for the device a run trains on."""
+def attention_shapes(config: Any, seq_len: int) -> list[tuple[int, int, int]]:
+    """The (M, K, N) of one head's QK^T and attention x V at ``seq_len``: GEMMs the MFU peak must also bound."""
+    _, _, head_dim = _attn_dims(config)
+    return [(seq_len, head_dim, seq_len), (seq_len, seq_len, head_dim)]
+
+
+def device_peak(device: str, dtype: torch.dtype,
+                shapes: tuple[tuple[int, int, int], ...] = ()) -> tuple[float, str]:
+    """(peak FLOPs/s, where it came from) for the device a run trains on. On CPU the peak is measured in ``dtype``
+    over the square sweep and the model's own GEMM ``shapes`` (``kernels.peak.gemm_shapes`` +
+    ``attention_shapes``), so MFU stays <= 100% (a square-only bf16 peak sat below skinny emulated-bf16 GEMMs)."""
     if device == "cuda" and torch.cuda.is_available():
         name = torch.cuda.get_device_name()
         for key, value in PEAK_FLOPS.items():
@@ -82,4 +91,6 @@ def device_peak(device: str, dtype: torch.dtype) -> tuple[float, str]:
         name = torch.npu.get_device_name()  # type: ignore[attr-defined]
         key = "Ascend910C" if "910C" in name or "910_93" in name else "Ascend910B"
         return PEAK_FLOPS[key], f"table:{key}"
-    return measure_cpu_peak(dtype), f"measured:cpu-{str(dtype).removeprefix('torch.')}-matmul"
+    kind = "+model-shapes" if shapes else ""
+    return (measure_cpu_peak(dtype, shapes=shapes),
+            f"measured:cpu-{str(dtype).removeprefix('torch.')}-matmul{kind}")
