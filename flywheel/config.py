@@ -3,9 +3,8 @@ key is an error that names the file, the key and the nearest valid one."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -13,11 +12,11 @@ from pydantic import (
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
-from solvers.errors import ConfigError, nearest
+from solvers.config import load_toml, validate
+from solvers.errors import ConfigError
 
 SOLVER_APIS = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
 
@@ -80,47 +79,6 @@ class FlywheelConfig(_Section):
     store: StoreSection = Field(default_factory=StoreSection)
     sandbox: SandboxSection = Field(default_factory=SandboxSection)
     policy: PolicySection = Field(default_factory=PolicySection)
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        return tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError("file not found", culprit=str(p)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"malformed TOML: {exc}", culprit=str(p)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", culprit=str(p)) from None
-
-
-def validate(model: type[M], data: dict[str, Any], source: str) -> M:
-    """Validate ``data`` against ``model``; the error names the file, the dotted key and the nearest valid key."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(x) for x in err["loc"]]
-        key = ".".join(loc)
-        if err["type"] == "extra_forbidden":
-            valid = _fields_at(model, loc[:-1])
-            hint = nearest(loc[-1], valid)
-            did = f"; did you mean {'.'.join([*loc[:-1], hint])!r}?" if hint else ""
-            raise ConfigError(f"unknown key {key!r}{did} (valid: {', '.join(valid)})", culprit=source) from None
-        raise ConfigError(f"{key}: {err['msg']}", culprit=source) from None
-
-
-def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
-    current: Any = model
-    for part in path:
-        field = current.model_fields.get(part)
-        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
-            return []
-        current = field.annotation
-    return list(current.model_fields)
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> FlywheelConfig:
