@@ -17,8 +17,8 @@ from pydantic import (
 
 from solvers.config import load_toml, validate
 from solvers.errors import ConfigError
-
-SOLVER_APIS = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
+from solvers.render import APIS
+from solvers.sandbox.program import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 
 
 class _Section(BaseModel):
@@ -40,9 +40,9 @@ class StoreSection(_Section):
 
 
 class SandboxSection(_Section):
-    timeout_s: float = Field(20.0, gt=0, description="wall-clock limit per program")
-    cpu_s: float = Field(20.0, gt=0, description="CPU-seconds limit per program")
-    memory_mb: int = Field(2048, gt=0, description="memory cap per program")
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="wall-clock limit per program")
+    cpu_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="CPU-seconds limit per program")
+    memory_mb: int = Field(DEFAULT_MEMORY_MB, gt=0, description="memory cap per program")
     license_file: str | None = Field(None, description="full solver licence file mounted read-only")
     backend: Literal["local", "ray"] = Field("local", description="where programs run: local warm pool, or ray "
                                              "(each node's isolated pool; extra `ray`)")
@@ -96,3 +96,15 @@ def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, A
 
 def show_config(config: BaseModel) -> dict[str, Any]:
     return config.model_dump(mode="json", context={"all_defaults": True})
+
+
+def fixed_settings() -> dict[str, Any]:
+    """What is in force but not set in the TOML: the solver APIs (``solvers.render.APIS``), the tolerances
+    (``solvers.ground_truth`` agreement, ``contracts.tolerance`` rules) and the sandbox's own defaults."""
+    from contracts.tolerance import RULES
+    from flywheel.store.lineage import tolerances
+
+    gt = tolerances()["ground_truth"]
+    return {"solver_apis": list(APIS), "tolerance_rules": sorted(RULES), "ground_truth_rtol": gt["rtol"],
+            "ground_truth_atol": gt["atol"], "ground_truth_mip_gap": gt["mip_gap"],
+            "sandbox_timeout_s": DEFAULT_TIMEOUT_S, "sandbox_memory_mb": DEFAULT_MEMORY_MB}
