@@ -366,9 +366,9 @@ def main() -> None:
     import torch
     import transformers
 
+    from flywheel.curation.synthetic import write_problem_shards
     from kernels.machine import bf16_matmul_hw, capability, cpu_flags
     from training.data import corpus_texts
-    from training.synthetic import write_problem_shards
     from training.tokenizer import load_tokenizer, train_tokenizer
 
     work = Path(args.work)

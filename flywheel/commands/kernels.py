@@ -73,7 +73,6 @@ def tune_cmd(
     llm_temperature: float = typer.Option(0.7, "--llm-temperature", min=0.0),
     config: Path | None = typer.Option(None, "--config", help="TOML config (its [policy] section, for --llm)"),
     fmt: str = typer.Option("table", "--format", help="table | json"),
-
 ) -> None:
     """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
     import torch
@@ -139,7 +138,6 @@ def bench_cmd(
     repeats: int = typer.Option(3, "--repeats"),
     memory: bool = typer.Option(True, "--memory/--no-memory", help="peak memory per backend (child processes)"),
     fmt: str = typer.Option("table", "--format", help="table | json"),
-
 ) -> None:
     """Ops x backends: forward + backward time and peak memory, relative to reference."""
     from kernels import registry
