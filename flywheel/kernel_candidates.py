@@ -14,8 +14,8 @@ reason.
 seccomp), memory / process / CPU / file-size caps, a scrubbed environment (nothing of the user's: no API keys, no
 HOME), a private working directory, an unprivileged uid where the machine allows. The warm workers are built for
 solver programs; a candidate gets a worker flavour that preloads torch (``KERNEL_PRELOAD``), so each screen pays
-the fork and the harness, not torch's import (measured in ``tests/test_kernels_sandbox.py``'s cost note and the
-kernels README).
+the fork and the harness, not torch's import (measured: ~0.47 s per screen of a small op against ~2.5 s without the
+preload; ``kernels/README.md``).
 """
 
 from __future__ import annotations
