@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
             return
         upstream = source.get("upstream_sha256")
         rows = [{"name": name, "items": len(items), "origin": source.get("origin", "?"),
-                 "upstream sha256": (upstream[:12] + "…") if upstream else "-",
+                 "upstream sha256": upstream[:12] if upstream else "-",
                  "pinned by": source.get("upstream_sha256_pinned_by", "-"), "cached at": str(dest)}]
         print_table(rows, title="pull", priority=["name", "items", "origin", "upstream sha256", "pinned by",
                                                   "cached at"])

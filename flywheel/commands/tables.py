@@ -114,7 +114,7 @@ def render_table(
     table = Table(title=title)
     for c in kept:
         numeric = _is_numeric([r[c] for r in text_rows])
-        table.add_column(c, justify="right" if numeric else "left", min_width=widths[c],
+        table.add_column(c, justify="right" if numeric else "left", min_width=widths[c], max_width=widths[c],
                          no_wrap=numeric, overflow="fold")
     for r in text_rows:
         table.add_row(*(r[c] for c in kept))
