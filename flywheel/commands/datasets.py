@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from flywheel import benchmarks
 from flywheel.commands.tables import print_table
@@ -33,11 +31,8 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(rows, indent=2))
             return
-        table = Table("name", "items", "cached", "recommended variant", "title")
-        for r in rows:
-            table.add_row(r["name"], str(r["items"]), "yes" if r["cached"] else "no", r["recommended_variant"],
-                          r["title"])
-        Console().print(table)
+        print_table([{"name": r["name"], "items": r["items"], "cached": r["cached"], "prefer": r["recommended_variant"],
+                      "title": r["title"]} for r in rows], priority=["name", "items", "cached", "title", "prefer"])
 
     @datasets_app.command("pull")
     def pull(
@@ -77,10 +72,8 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(data, indent=2))
             return
-        table = Table("field", "value")
-        for key, value in data.items():
-            table.add_row(key, value if isinstance(value, str) else json.dumps(value))
-        Console().print(table)
+        print_table([{"field": key, "value": value if isinstance(value, str) else json.dumps(value)}
+                     for key, value in data.items()])
 
     @datasets_app.command("index")
     def index(
