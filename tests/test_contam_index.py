@@ -113,8 +113,7 @@ def test_export_with_no_flags_after_a_fresh_round(tmp_path: Path, capsys, monkey
     code, _, err = flywheel_here(capsys, monkeypatch, "run-round", "--problems", "4", "--families",
                                  "diet,production_planning", "--seed", "3", "--workers", "1")
     assert code == 0, err
-    monkeypatch.setenv("COLUMNS", "80")
-    code, out, err = flywheel_here(capsys, monkeypatch, "export", "--stage", "sft")
+    code, out, err = flywheel_here(capsys, monkeypatch, "export", "--stage", "sft", columns=80)
     assert code == 0, err
     assert "decontamination: 0 samples dropped" in out and "contamination index" in out and "shipped" in out
     (shard,) = (tmp_path / "shards").iterdir()

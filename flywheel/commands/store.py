@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
@@ -63,7 +62,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"tables": rows, "bytes": size}, indent=1))
             return
         render_table([{"table": r["table"], "parts": r["parts"], "rows": r["rows"], "key": r["key"],
-                       "what a row is": r["doc"]} for r in rows], Console(width=None if sys.stdout.isatty() else 160),
+                       "what a row is": r["doc"]} for r in rows], Console(),
                      title=f"{store}: {size / 1e6:.1f} MB", priority=["table", "rows", "what a row is", "key"])
 
     app.add_typer(store_app, name="store")

@@ -90,10 +90,28 @@ def fit_columns(
         kept.remove(worst)
         dropped.append(worst)
     widths = {c: sizes[c][0] for c in kept}
-    for c in sorted(kept, key=lambda c: rank[c]):
-        spare = width - (sum(widths[k] + _BORDER for k in kept) + 1)
-        widths[c] += max(0, min(spare, sizes[c][1] - widths[c]))
+    # Spare width goes first to identifier columns (one word per cell, which would otherwise fold mid-word), then
+    # to prose columns up to their longest word, then to prose up to their longest cell (fewer wrapped lines).
+    prose = {c for c in kept if any(" " in r.get(c, "") for r in rows)}
+    longest = {c: max((len(r.get(c, "")) for r in rows), default=0) for c in kept}
+    by_rank = sorted(kept, key=lambda c: rank[c])
+    for target, chosen in ((sizes, [c for c in by_rank if c not in prose]), (sizes, [c for c in by_rank if c in prose]),
+                           (None, [c for c in by_rank if c in prose])):
+        for c in chosen:
+            spare = width - (sum(widths[k] + _BORDER for k in kept) + 1)
+            goal = target[c][1] if target is not None else longest[c]
+            widths[c] += max(0, min(spare, goal - widths[c]))
     return kept, [c for c in columns if c in dropped], widths
+
+
+def _fold_long_words(text: str, width: int) -> str:
+    """Break words longer than the column at its width. Rich measures a column's minimum as its longest word and
+    takes the difference from the other columns, whatever ``max_width`` says; pre-folded words keep the fitted
+    widths exact (the break lands where Rich's ``overflow="fold"`` would put it)."""
+    if width < 1 or all(len(w) <= width for w in text.split()):
+        return text
+    return " ".join(w if len(w) <= width else "\n".join(w[i:i + width] for i in range(0, len(w), width))
+                    for w in text.split(" "))
 
 
 def render_table(
@@ -117,7 +135,7 @@ def render_table(
         table.add_column(c, justify="right" if numeric else "left", min_width=widths[c], max_width=widths[c],
                          no_wrap=numeric, overflow="fold")
     for r in text_rows:
-        table.add_row(*(r[c] for c in kept))
+        table.add_row(*(_fold_long_words(r[c], widths[c]) for c in kept))
     console.print(table)
     if dropped:
         console.print(f"[dim]not shown at {console.width} columns: {', '.join(dropped)} "
