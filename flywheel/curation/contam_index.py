@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from flywheel import benchmarks
-from flywheel.curation.decontam import DecontamIndex, DecontamParams, item_hashes
+from flywheel.curation.decontam import DecontamIndex, DecontamParams, text_hashes
+from flywheel.curation.near import signatures
 from solvers.errors import FlywheelError
 
 SHIPPED = Path(__file__).resolve().parent / "contamination_index.npz"
@@ -68,8 +69,9 @@ def build_index(sources: Iterable[tuple[str, Sequence[tuple[str, str]]]], params
     for bench, items in sources:
         names.append(bench)
         digest = hashlib.sha256()
-        for item_id, question in items:
-            grams, numbers, key, sig = item_hashes(question, params.n, params.near_params)
+        batch = signatures([q for _, q in items], params.near_params)  # one batch: same rows as one at a time
+        for (item_id, question), sig in zip(items, batch, strict=True):
+            grams, numbers, key = text_hashes(question, params.n)
             row = len(item_ids)
             item_bench.append(len(names) - 1)
             item_ids.append(item_id)

@@ -69,12 +69,17 @@ def text_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def item_hashes(question: str, n: int, params: NearDupParams) -> tuple[list[int], list[int], int, np.ndarray]:
-    """(n-gram hashes, number hashes, question key, MinHash signature) of one benchmark question: all an index keeps."""
+def text_hashes(question: str, n: int) -> tuple[list[int], list[int], int]:
+    """(n-gram hashes, number hashes, question key) of one benchmark question."""
     tokens = tokenize(question)
     grams = sorted({text_hash(g) for g in ngrams(tokens, n)})
     numbers = sorted({text_hash(t) for t in tokens if t[0].isdigit()})
-    return grams, numbers, text_hash(" ".join(tokens)), signatures([question], params)[0]
+    return grams, numbers, text_hash(" ".join(tokens))
+
+
+def item_hashes(question: str, n: int, params: NearDupParams) -> tuple[list[int], list[int], int, np.ndarray]:
+    """(n-gram hashes, number hashes, question key, MinHash signature) of one benchmark question: all an index keeps."""
+    return (*text_hashes(question, n), signatures([question], params)[0])
 
 
 class DecontamIndex:
@@ -87,7 +92,8 @@ class DecontamIndex:
         self._question_key: list[int] = []  # item key -> hash of its normalised question
         self._n_grams: list[int] = []
         self._structural: dict[str, list[int]] = defaultdict(list)
-        self._signature_rows: list[np.ndarray] = []  # MinHash signature of each item
+        self._signature_rows: list[np.ndarray | None] = []  # MinHash signature of each item (None: still pending)
+        self._pending: dict[int, str] = {}  # item key -> question whose signature is computed on first near check
         self._signatures: np.ndarray | None = None  # the rows stacked, on first near check
         self._numbers: list[set[int]] = []  # hashed number tokens of each item
 
@@ -98,16 +104,17 @@ class DecontamIndex:
         return sorted({b for b, _ in self._items})
 
     def add(self, benchmark: str, item_id: str, question: str, structural_hash: str | None = None) -> None:
-        grams, numbers, key, sig = item_hashes(question, self.params.n, self.params.near_params)
-        self.add_hashed(benchmark, item_id, grams, numbers, key, sig, structural_hash)
+        grams, numbers, key = text_hashes(question, self.params.n)
+        self._pending[len(self._items)] = question  # signatures are computed in one batch, when first needed
+        self.add_hashed(benchmark, item_id, grams, numbers, key, None, structural_hash)
 
     def add_hashed(self, benchmark: str, item_id: str, gram_hashes: Sequence[int], number_hashes: Sequence[int],
-                   question_key: int, signature: np.ndarray, structural_hash: str | None = None) -> None:
+                   question_key: int, signature: np.ndarray | None, structural_hash: str | None = None) -> None:
         """Add an item from its hashes (see ``item_hashes``): what the shipped contamination index holds."""
         key = len(self._items)
         self._items.append((benchmark, item_id))
         self._numbers.append(set(number_hashes))
-        self._signature_rows.append(np.asarray(signature, dtype=np.uint32))
+        self._signature_rows.append(None if signature is None else np.asarray(signature, dtype=np.uint32))
         self._signatures = None
         self._n_grams.append(len(gram_hashes))
         self._question_key.append(int(question_key))
@@ -149,8 +156,13 @@ class DecontamIndex:
     def _near_pairs(self, texts: Sequence[str]) -> list[tuple[int, int, float]]:
         """(benchmark item key, sample index, similarity) of near-duplicates; benchmark signatures are cached."""
         p = self.params.near_params
+        if self._pending:
+            keys = list(self._pending)
+            for k, sig in zip(keys, signatures([self._pending[k] for k in keys], p), strict=True):
+                self._signature_rows[k] = sig
+            self._pending.clear()
         if self._signatures is None:
-            self._signatures = np.stack(self._signature_rows)
+            self._signatures = np.stack(self._signature_rows)  # type: ignore[arg-type]
         n = len(self._items)
         sig = np.concatenate([self._signatures, signatures(texts, p)])
         pairs = pairs_from_signatures(sig, p, cross_at=n)
