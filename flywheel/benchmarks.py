@@ -342,10 +342,10 @@ def _download(url: str, timeout_s: float) -> bytes:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - http(s) URL from the card/user
             return response.read()
     except urllib.error.HTTPError as exc:
-        raise BenchmarkError(f"download failed: HTTP {exc.code} for {url}; cache left unchanged", culprit=url) from None
+        raise BenchmarkError(f"download failed: HTTP {exc.code}; cache left unchanged", culprit=url) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise BenchmarkError(f"download failed: {reason} ({url}); cache left unchanged", culprit=url) from None
+        raise BenchmarkError(f"download failed: {reason}; cache left unchanged", culprit=url) from None
 
 
 def load_benchmark(name_or_path: str | Path) -> list[BenchmarkItem]:
