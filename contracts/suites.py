@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from contracts.api import REGISTRY, Contract, Severity, get_contract, load_builtins
-from flywheel.config import load_toml
+from solvers.config import load_toml
 from solvers.errors import ConfigError, FlywheelError, nearest, unknown_name
 
 Entry = str | Contract | tuple[str, dict[str, Any]]

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flywheel.commands.tables import render_table
-from solvers.errors import ConfigError, FlywheelError, StoreError
+from solvers.errors import ConfigError, FlywheelError
 
 FORMATS = ("table", "json")
 
@@ -183,10 +183,8 @@ def register(root: typer.Typer) -> None:
 
 
 def _open_store(path: Path | None) -> Any:
-    try:
-        from flywheel.store import DEFAULT_PATH, Store
-    except ImportError as exc:  # the store is another stage; say so plainly
-        raise StoreError(f"the store package is not available: {exc}", culprit="flywheel.store") from exc
+    from flywheel.store import DEFAULT_PATH, Store
+
     return Store.open(path or Path(DEFAULT_PATH), create=False)
 
 
