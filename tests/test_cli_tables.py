@@ -116,3 +116,10 @@ def test_stats_full_width_formats(store: Path, capsys, monkeypatch) -> None:
     assert {"median_wall_s", "median_solve_s"} <= set(json.loads(out)["pass_rates"][0])
     code, _, err = flywheel_here(capsys, monkeypatch, "stats", "--store", str(store), "--format", "xml")
     assert code == 2 and "xml" in err
+
+
+def test_every_table_goes_through_the_helper() -> None:
+    """A new `rich.table.Table` elsewhere would bypass the 80-column fitting: only the helper builds tables."""
+    root = Path(__file__).resolve().parents[1] / "flywheel"
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "rich.table" in p.read_text())
+    assert users == ["commands/tables.py"]

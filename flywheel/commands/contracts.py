@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from flywheel.commands.tables import render_table
 from solvers.errors import ConfigError, FlywheelError
@@ -172,10 +171,8 @@ def equivalent(
     verdict = "[green]equivalent[/]" if res.equivalent else "[red]not equivalent[/]"
     console = Console()
     console.print(f"{verdict} (layer: {res.layer}) - {res.reason}")
-    table = Table(show_header=False)
-    for k, v in res.evidence.items():
-        table.add_row(k, json.dumps(v, default=str)[:200])
-    console.print(table)
+    render_table([{"evidence": k, "value": json.dumps(v, default=str)[:200]} for k, v in res.evidence.items()],
+                 console)
 
 
 def register(root: typer.Typer) -> None:
