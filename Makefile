@@ -50,8 +50,11 @@ demo: install
 flywheel-demo: install
 	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo --reports reports/flywheel
 
+# ruff, then the one-way layers of pyproject.toml's [tool.importlinter] (solvers < contracts, kernels < training <
+# flywheel).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install-test
 	$(MAKE) --no-print-directory test-run
@@ -60,6 +63,7 @@ test: install-test
 # tests in every CI log, so a test that grows shows up before `make test` passes its 20-minute budget.
 test-run:
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q --durations=15
 
 bench: install

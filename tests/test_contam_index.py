@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_here import flywheel_here
+from support.perturb import paraphrase
 
 from flywheel import benchmarks
 from flywheel.curation.contam_index import INDEX_ENV, SHIPPED, index_sources, load_index
 from flywheel.curation.decontam import DecontamIndex, DecontamParams
-from flywheel.curation.perturb import paraphrase
 from flywheel.generators.base import family_names, generate_problem
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
