@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 LLAMA_WHEELS ?= $(HOME)/.cache/or-flywheel/wheels
 
-.PHONY: install install-test demo flywheel-demo test lint clean bench
+.PHONY: install install-test demo flywheel-demo test test-run lint clean bench
 
 install: $(STAMP)
 
@@ -60,12 +60,17 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install-test
+	$(MAKE) --no-print-directory test-run
+
+# The test step alone (after `make install-test`): .ci/run times the two separately. --durations lists the slowest
+# tests in every CI log, so a test that grows shows up before `make test` passes its 20-minute budget.
+test-run:
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 bench: install
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) flywheel-store .pytest_cache .ruff_cache
+	rm -rf $(VENV) flywheel-store shards .pytest_cache .ruff_cache

@@ -9,8 +9,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import ConfigError
 
 DTYPES = {"bf16": "bfloat16", "fp32": "float32", "bfloat16": "bfloat16", "float32": "float32"}
@@ -44,10 +44,7 @@ def _print(rows: list[dict[str, Any]], columns: list[str], title: str, fmt: str)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    table = Table(*columns, title=title)
-    for r in rows:
-        table.add_row(*[f"{r[c]:.3g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in columns])
-    Console().print(table)
+    render_table(rows, Console(), title=title, columns=columns)
 
 
 app = typer.Typer(help="Fused kernels: tune a model's table, benchmark backends, measure the matmul peak.")
