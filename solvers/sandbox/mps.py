@@ -40,7 +40,8 @@ installed, so an upgrade that reads a construct differently fails them rather th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 INF = math.inf
 # HiGHS's passModel: a bound at or beyond infinite_bound (1e20) is infinite.
@@ -84,6 +85,9 @@ class MpsModel:
     columns: list[list[tuple[int, float]]]
     offset: float
     maximize: bool
+    # A quadratic objective (from HiGHS's reader only: ``parse`` leaves QUADOBJ/QMATRIX to it): coef * x_i * x_j
+    # with i <= j, the objective being c·x + this + offset.
+    quad: dict[tuple[int, int], float] = field(default_factory=dict)
 
     @property
     def start(self) -> list[int]:
@@ -99,6 +103,64 @@ class MpsModel:
     @property
     def value(self) -> list[float]:
         return [a for column in self.columns for _, a in column]
+
+
+def read(text: str) -> MpsModel | None:
+    """The project's one MPS reader: the model HiGHS reads from ``text`` (quadratic objectives included), by the fast
+    pure-Python path (``parse``) where it is certain to agree with HiGHS, else by HiGHS itself; None when HiGHS
+    cannot read it. Used by the sandbox's verification and by structural equivalence (``contracts.equivalence``)."""
+    model = parse(text)
+    return model if model is not None else from_highs(text)
+
+
+def from_highs(text: str) -> MpsModel | None:
+    """``text`` read by HiGHS's own reader, as an ``MpsModel`` (None when HiGHS cannot read it)."""
+    from solvers.sandbox.verify.highs import _highs, _load  # the parent's HiGHS instance (verify imports this module)
+
+    h = _highs()
+    if h is None or not _load(h, text):
+        return None
+    try:
+        model = h.getModel()
+        return _model_of(model.lp_, model.hessian_)
+    except Exception:  # noqa: BLE001 - a model HiGHS holds in a form this does not convert
+        return None
+    finally:
+        h.clearModel()
+
+
+def _model_of(lp: Any, hessian: Any) -> MpsModel:
+    n, m = int(lp.num_col_), int(lp.num_row_)
+    names = list(lp.col_names_) if len(lp.col_names_) == n else [f"c{j}" for j in range(n)]
+    rows = list(lp.row_names_) if len(lp.row_names_) == m else [f"r{i}" for i in range(m)]
+    integrality = [int(v) for v in lp.integrality_] if len(lp.integrality_) else [0] * n
+    mat = lp.a_matrix_
+    start, index, value = list(mat.start_), list(mat.index_), list(mat.value_)
+    columns: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    if int(mat.format_) == 1 or not start or len(start) == n + 1:  # MatrixFormat.kColwise
+        for j in range(n):
+            columns[j] = [(int(index[k]), float(value[k])) for k in range(start[j], start[j + 1])]
+    else:  # row-wise
+        for i in range(m):
+            for k in range(start[i], start[i + 1]):
+                columns[int(index[k])].append((i, float(value[k])))
+    quad: dict[tuple[int, int], float] = {}
+    if int(hessian.dim_) > 0:
+        hs, hi, hv = list(hessian.start_), list(hessian.index_), list(hessian.value_)
+        square = int(hessian.format_) == 2  # HessianFormat.kSquare: both triangles listed
+        for j in range(int(hessian.dim_)):
+            for k in range(hs[j], hs[j + 1]):
+                i, q = int(hi[k]), float(hv[k])
+                key = (min(i, j), max(i, j))
+                # the objective is 0.5 x'Qx: a diagonal entry gives 0.5 Q_jj x_j^2; an off-diagonal pair, listed once
+                # (triangular) or twice (square), gives Q_ij x_i x_j
+                weight = 0.5 if (i == j or square) else 1.0
+                quad[key] = quad.get(key, 0.0) + weight * q
+        quad = {k: q for k, q in quad.items() if q != 0.0}  # HiGHS keeps a zero on every diagonal it stores
+    return MpsModel(names, [float(v) for v in lp.col_lower_], [float(v) for v in lp.col_upper_],
+                    [float(v) for v in lp.col_cost_], [v == 1 for v in integrality], rows,
+                    [float(v) for v in lp.row_lower_], [float(v) for v in lp.row_upper_], columns,
+                    float(lp.offset_), int(lp.sense_) == -1, quad)
 
 
 def parse(text: str) -> MpsModel | None:
