@@ -1,5 +1,10 @@
 """Check each captured solve against its own captured model, outside the program's process.
 
+This package is the dispatcher (``verify_solves``: one verdict per record); each verifier has its own module:
+``linear.py`` (a claimed solution against its MPS model), ``cpsat.py`` (a claimed CP-SAT point against its compact
+model), ``nosolution.py`` (a no-solution claim re-solved by HiGHS), with ``highs.py`` (the parent's HiGHS) and
+``common.py`` (limits, tolerances, names) shared.
+
 Why: the capture runs inside the program's interpreter, and anything in that address space (the channel's signing
 key included) can in principle be reached by the program. So the trusted side (the pool's parent, where results are
 classified) does not take a record's numbers on faith. What it checks, per record:
