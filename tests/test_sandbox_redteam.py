@@ -168,11 +168,12 @@ if os.fork() == 0:
             time.sleep(0.1)
     os._exit(0)
 """, ExecStatus.OK, 14.0),
+    # RLIMIT_FSIZE: named as the sandbox's limit (EFBIG), not as the model's error (tests/test_sandbox_limits.py)
     "sparse_giant_file": ("with open('big.bin', 'wb') as fh:\n    fh.seek(50 * 2**30)\n    fh.write(b'x')\n",
-                          ExecStatus.MODEL_BUILD_ERROR, None),
+                          ExecStatus.OUTPUT_LIMIT, None),
     "decompression_bomb": ("import zlib\nd = zlib.compress(bytes(2**24))\nwith open('o.bin', 'wb') as fh:\n"
                            "    for _ in range(100):\n        fh.write(zlib.decompress(d))\n",
-                           ExecStatus.MODEL_BUILD_ERROR, None),
+                           ExecStatus.OUTPUT_LIMIT, None),
     "fd_exhaustion": ("fs = []\nwhile True:\n    fs.append(open('/dev/null'))\n", ExecStatus.MODEL_BUILD_ERROR, None),
     "sigstop_itself": (GOOD + "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n", ExecStatus.TIMEOUT_WALL,
                        14.0),
