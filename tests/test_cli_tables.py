@@ -31,7 +31,7 @@ def _stats_data() -> dict:
             pass_rates.append({"family": fam, "difficulty": 1 + i % 5, "policy": policy, "round": 12, "samples": 1234,
                                "accepted": 1000 + i, "pass_rate": 0.8123, "objective_match_rate": 0.91,
                                "exec_ok_rate": 0.99, "median_wall_s": 0.3012, "median_solve_s": 0.0456})
-            boundary.append({"policy": policy, "family": fam, "attempts": 1234, "pass": 1000, "code": 100,
+            boundary.append({"policy": policy, "family": fam, "attempts": 1234, "pass": 1000, "code": 100, "limit": 3,
                              "solver": 50, "formulation": 80, "infra": 4, "pass_rate": 0.81,
                              "top_failures": "objective_mismatch 60, syntax_error 40, solver_timeout 12"})
         failures.append({"family": fam, "reason": "assertion_failed_in_reference_program", "count": 12,

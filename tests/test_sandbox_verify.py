@@ -144,10 +144,11 @@ CASES = {
                                   ExecStatus.SOLVER_INFEASIBLE, ""),
     "honest_unbounded": (GUROBI.replace("ub=4, ", "").replace("m.addConstr(x + y <= 5)", "m.Params.DualReductions = 0"),
                          ExecStatus.SOLVER_UNBOUNDED, ""),
-    # GLOP reports an unbounded LP as INFEASIBLE: feasible, but no finite optimum -- not a contradiction
+    # GLOP reports an unbounded LP as INFEASIBLE: feasible, but no finite optimum -- not a contradiction (never
+    # tampered); the re-solve shows it unbounded, and the status follows that (tests/test_sandbox_resolve.py)
     "honest_glop_unbounded": (LP.replace('"SCIP"', '"GLOP"').replace("NumVar(0, 4,", "NumVar(0, s.infinity(),")
                               .replace("IntVar", "NumVar").replace("s.Add(x + y <= 5)", "s.Add(x - y >= 0)"),
-                              ExecStatus.SOLVER_INFEASIBLE, ""),
+                              ExecStatus.SOLVER_UNBOUNDED, "the solver claimed infeasible"),
     # lb 0 > ub -1: written as a negative UP bound, which MPS readers disagree on -- not re-solved
     "honest_negative_upper_bound": (GUROBI.replace("ub=4, ", "ub=-1, "), ExecStatus.SOLVER_INFEASIBLE, ""),
     # infeasible only through a lazy constraint the callback adds: the exported model is feasible -- not re-solved
