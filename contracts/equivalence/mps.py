@@ -13,6 +13,9 @@ from solvers.sandbox.mps import read as read_model
 # model (HiGHS's reader drops quadratic constraint rows, for one).
 UNSUPPORTED = {"QCMATRIX", "INDICATORS", "GENCONS", "SOS", "PWLOBJ", "CSECTION", "USERCUTS", "LAZYCONS",
                "SEMICONT", "OBJSENSEMULTI", "SETS"}
+# The sections whose meaning the standard form holds (anything else is refused, as above).
+_SECTIONS = {"NAME", "OBJSENSE", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "QUADOBJ", "QMATRIX", "QSECTION",
+             "ENDATA", "OBJNAME"}
 
 
 class UnsupportedModelError(ModelError):
@@ -30,7 +33,7 @@ def read_mps(text: str, sense: str | None = None) -> StdModel:
         head = raw.split()[0].upper()
         if not raw[0].isspace():
             section = head
-            if head in UNSUPPORTED:
+            if head in UNSUPPORTED or head not in _SECTIONS:
                 raise UnsupportedModelError(f"MPS section {head} is not supported", culprit="captured model")
         elif section == "BOUNDS" and head in ("SC", "SI"):
             raise UnsupportedModelError("semi-continuous bounds are not supported", culprit="captured model")
