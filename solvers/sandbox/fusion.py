@@ -104,8 +104,13 @@ def to_response(execution: Execution, fetch_files: list[str], pod: str) -> RunCo
         # SandboxFusion knows only the process. Everything else the program did wrong is a non-zero return code.
         finished = status in (ExecStatus.OK, ExecStatus.NO_SOLVE_CALL, ExecStatus.SOLVER_INFEASIBLE,
                               ExecStatus.SOLVER_UNBOUNDED, ExecStatus.SOLVER_NUMERIC)
+        # The sandbox keeps a failing program's exception in ``error``, not on stderr: SandboxFusion clients look
+        # for it on stderr (as a traceback's last line).
+        stderr = execution.stderr
+        if not finished and execution.error and execution.error not in stderr:
+            stderr = (stderr + ("" if not stderr or stderr.endswith("\n") else "\n")) + execution.error + "\n"
         run = CommandRunResult(status="Finished", execution_time=execution.wall_s, return_code=0 if finished else 1,
-                               stdout=execution.stdout, stderr=execution.stderr)
+                               stdout=execution.stdout, stderr=stderr)
     message = execution.error
     if fetch_files:
         message = (message + "; " if message else "") + "fetch_files is not supported: the workdir is not kept"

@@ -277,21 +277,44 @@ def create_app(settings: ServeSettings, service: Service | None = None) -> Any:
     app.state.service = svc
     open_paths = {"/healthz", "/readyz"}
 
-    @app.middleware("http")
-    async def auth_and_count(request: Request, call_next: Any) -> Any:
-        path = request.url.path
-        if settings.token and path not in open_paths:
-            header = request.headers.get("authorization", "")
-            given = header[7:] if header[:7].lower() == "bearer " else ""
-            if not hmac.compare_digest(given.encode(), settings.token.encode()):
-                svc.m_rejected.labels("auth").inc()
-                svc.m_requests.labels(path, "401").inc()
-                _log("auth_refused", logging.WARNING, endpoint=path, client=_client(request))
-                return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
-                                    headers={"WWW-Authenticate": "Bearer"})
-        response = await call_next(request)
-        svc.m_requests.labels(path, str(response.status_code)).inc()
-        return response
+    class AuthAndCount:
+        """Bearer-token check and per-endpoint request counts, as plain ASGI (Starlette's ``BaseHTTPMiddleware``
+        would hide a client's disconnect from the endpoints)."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await self.inner(scope, receive, send)
+                return
+            path = scope["path"]
+            if settings.token and path not in open_paths:
+                header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+                given = header[7:] if header[:7].lower() == "bearer " else ""
+                if not hmac.compare_digest(given.encode(), settings.token.encode()):
+                    svc.m_rejected.labels("auth").inc()
+                    svc.m_requests.labels(path, "401").inc()
+                    client = scope.get("client")
+                    _log("auth_refused", logging.WARNING, endpoint=path,
+                         client=f"{client[0]}:{client[1]}" if client else "?")
+                    response = JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                                            headers={"WWW-Authenticate": "Bearer"})
+                    await response(scope, receive, send)
+                    return
+            code = {"v": "0"}
+
+            async def counting_send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    code["v"] = str(message["status"])
+                await send(message)
+
+            try:
+                await self.inner(scope, receive, counting_send)
+            finally:
+                svc.m_requests.labels(path, code["v"]).inc()
+
+    app.add_middleware(AuthAndCount)
 
     def _client(request: Request) -> str:
         return f"{request.client.host}:{request.client.port}" if request.client else "?"
@@ -434,7 +457,14 @@ def serve(settings: ServeSettings) -> None:
 
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
                             timeout_graceful_shutdown=settings.graceful_s, lifespan="on")
+    # uvicorn re-raises the signal it caught once it has drained, with the handler that was there before it: a
+    # do-nothing handler makes a drained server exit 0 (a clean stop for a supervisor), not "killed by SIGTERM".
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     DrainingServer(config).run()
+    _log("exit", pending=service.pending)
 
 
 def default_warm() -> tuple[str, ...]:
