@@ -25,7 +25,7 @@ def _fmt(value: Any) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
-        stage: str = typer.Option(..., "--stage", help="sft | cpt"),
+        stage: str = typer.Option(..., "--stage", help="sft | cpt | rl (prompts + ground truth for TRL / verl)"),
         out: Path = typer.Option(..., "--out", help="output directory (train/val .parquet + .jsonl, manifest.json)"),
         where: str | None = typer.Option(None, "--where", help="SQL predicate over the samples view (ANDed)"),
         suite: str | None = typer.Option(None, "--suite", help="select samples that pass this contract suite"),

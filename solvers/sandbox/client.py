@@ -33,14 +33,14 @@ def env_token() -> str | None:
 
 
 class SandboxClient:
-    def __init__(self, url: str, token: str | None = None, *, timeout_s: float | None = None, retries: int = 8,
+    def __init__(self, url: str, token: str | None = None, *, timeout_s: float | None = None, retries: int | None = None,
                  chunk: int = CHUNK, in_flight: int = IN_FLIGHT) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.token = token if token is not None else env_token()
         self.timeout_s = timeout_s
-        self.retries = retries
+        self.retries = int(os.environ.get("FLYWHEEL_SANDBOX_RETRIES", 8)) if retries is None else retries
         self.chunk = max(1, chunk)
         self.in_flight = max(1, in_flight)
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
