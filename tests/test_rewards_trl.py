@@ -31,11 +31,11 @@ m.optimize()
 @pytest.mark.slow
 def test_grpo_steps_through_the_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import torch
-    from datasets import Dataset
     from transformers import LlamaConfig, LlamaForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     import flywheel.rewards as rewards
+    from datasets import Dataset
     from training.tokenizer import train_tokenizer
 
     server = Server(tmp_path, "--workers", "2")
