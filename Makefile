@@ -50,11 +50,15 @@ demo: install
 flywheel-demo: install
 	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo --reports reports/flywheel
 
+# ruff, then the one-way layers of pyproject.toml's [tool.importlinter] (solvers < contracts, kernels < training <
+# flywheel).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install-test
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: install

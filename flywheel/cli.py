@@ -36,17 +36,11 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 
 def _register_all() -> None:
-    # `flywheel sandbox ...` needs only its own module: a cold `sandbox serve` is then ready in well under 2 s
+    # `flywheel sandbox ...` needs only its own module: a cold `sandbox serve` is then ready sooner
     # (every module together imports duckdb, pyarrow, numpy, ... ~1 s).
     only = ("sandbox",) if sys.argv[1:2] == ["sandbox"] and os.path.basename(sys.argv[0]) == "flywheel" else None
     for name in only or COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"flywheel.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command module not written yet must not break the others
-            if exc.name == f"flywheel.commands.{name}":
-                continue
-            raise
-        module.register(app)
+        importlib.import_module(f"flywheel.commands.{name}").register(app)
 
 
 _register_all()
