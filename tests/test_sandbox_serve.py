@@ -265,3 +265,30 @@ def test_cold_start_is_ready_quickly(tmp_path: Path) -> None:
         assert httpx.get(f"{s.url}/healthz").json()["status"] == "ok"
     finally:
         s.stop()
+
+
+def test_run_round_and_evaluator_use_a_running_server(server: Server, tmp_path: Path) -> None:
+    before = server.metric("flywheel_sandbox_program_seconds_count")
+    store = tmp_path / "store"
+    res = subprocess.run([FLYWHEEL, "run-round", "--store", str(store), "--problems", "3", "--families", "diet",
+                          "--seed", "3", "--sandbox", server.url, "--format", "json", "--no-progress"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    ran = server.metric("flywheel_sandbox_program_seconds_count") - before
+    assert ran >= 3  # the reference programs (and the contracts' re-runs) ran on the server
+    from flywheel.store import Store
+
+    with Store.open(store, create=False) as st:
+        assert st.count("executions") == 3
+        statuses = {r["status"] for r in st.query("SELECT status FROM executions").to_pylist()}
+        # Reference programs: ok, or solver_infeasible for an infeasible-by-design problem; never infrastructure.
+        assert statuses <= {"ok", "solver_infeasible"}, statuses
+
+    from flywheel.evaluate.runner import execute_completions
+    from flywheel.evaluate.score import Completion
+
+    before = server.metric("flywheel_sandbox_program_seconds_count")
+    items = [Completion(id="a", answer=1.0, completion="```python\nimport highspy\nprint(1)\n```")]
+    (execution,) = execute_completions(items, timeout_s=10, server=server.url)
+    assert execution.stdout == "1\n"
+    assert server.metric("flywheel_sandbox_program_seconds_count") - before == 1
