@@ -292,3 +292,14 @@ def test_run_round_and_evaluator_use_a_running_server(server: Server, tmp_path: 
     (execution,) = execute_completions(items, timeout_s=10, server=server.url)
     assert execution.stdout == "1\n"
     assert server.metric("flywheel_sandbox_program_seconds_count") - before == 1
+
+
+def test_sandbox_commands_load_only_their_module_and_the_rest_on_demand() -> None:
+    code = ("import sys; sys.argv = ['flywheel', 'sandbox', '--help']\n"
+            "import flywheel.cli as c\nassert c._registered == ['sandbox'], c._registered\n"
+            "assert 'duckdb' not in sys.modules\n"  # the fast path of a cold `sandbox serve`
+            "sys.argv = ['flywheel', 'config', 'show', '--format', 'json']\n"
+            "try:\n    c.main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert len(c._registered) == len(c.COMMAND_MODULES)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
