@@ -128,6 +128,10 @@ def test_request_timeout_is_capped_by_the_server(server: Server) -> None:
     assert 1.0 <= body["wall_s"] < 10  # killed near its own 1.5 s, not the server's default 30 s
     info = httpx.get(f"{server.url}/v1/info").json()
     assert info["max_timeout_s"] == 60.0 and 1.5 in info["pools"]
+    r = httpx.post(f"{server.url}/v1/run", json={"id": "long", "code": "print(1)", "timeout_s": 3600}, timeout=60)
+    assert r.status_code == 200
+    pools = httpx.get(f"{server.url}/v1/info").json()["pools"]
+    assert 60.0 in pools and 3600 not in pools  # the request's hour became the server's 60 s cap
 
 
 def test_sandboxfusion_shape_round_trips(server: Server) -> None:
