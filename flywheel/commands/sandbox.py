@@ -155,13 +155,15 @@ def _register_serve(sandbox_app: typer.Typer) -> None:
         max_queue: int = typer.Option(256, "--max-queue", help="Programs that may wait beyond those running; "
                                       "more: 429 + Retry-After."),
         max_timeout: float = typer.Option(60.0, "--max-timeout", help="Cap on any request's timeout (s)."),
-        timeout: float = typer.Option(30.0, "--timeout", help="Timeout of a request that sets none (s)."),
+        timeout: float | None = typer.Option(None, "--timeout", help="Timeout of a request that sets none (s; "
+                                             "default: the sandbox's default timeout)."),
         isolation: str | None = typer.Option(None, "--isolation", help="auto | bwrap | process"),
         warm: str = typer.Option("default", "--warm", help="Flavours to start in the background once ready: "
                                  "'default' (each solver library), 'none', or comma-separated preload modules."),
     ) -> None:
         """Serve the sandbox over HTTP (native API, SandboxFusion's /run_code, /metrics); SIGTERM drains."""
         from solvers.sandbox import SandboxConfig, default_workers
+        from solvers.sandbox.program import DEFAULT_TIMEOUT_S
         from solvers.sandbox.service import ServeSettings, default_warm, read_token
         from solvers.sandbox.service import serve as run_server
 
@@ -170,6 +172,6 @@ def _register_serve(sandbox_app: typer.Typer) -> None:
             m.strip() for m in warm.split(",") if m.strip())
         settings = ServeSettings(host=host, port=port, workers=workers or default_workers(),
                                  token=read_token(str(token_file) if token_file else None), max_queue=max_queue,
-                                 max_timeout_s=max_timeout, default_timeout_s=min(timeout, max_timeout),
+                                 max_timeout_s=max_timeout, default_timeout_s=min(timeout or DEFAULT_TIMEOUT_S, max_timeout),
                                  config=SandboxConfig(**kwargs), warm=flavours)
         run_server(settings)

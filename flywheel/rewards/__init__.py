@@ -47,8 +47,9 @@ def _setting(key: str, env: str, default: Any = None) -> Any:
 def execute(codes: Sequence[str | None], timeout_s: float | None = None) -> list[Execution | None]:
     """Run each program (None: nothing to run) on the service or the local pool; input order kept."""
     from solvers.sandbox import Program, SandboxConfig, run_batch
+    from solvers.sandbox.program import DEFAULT_TIMEOUT_S
 
-    timeout = float(timeout_s or _setting("timeout_s", "FLYWHEEL_REWARD_TIMEOUT", 20.0))
+    timeout = float(timeout_s or _setting("timeout_s", "FLYWHEEL_REWARD_TIMEOUT", DEFAULT_TIMEOUT_S))
     server = _setting("server", "FLYWHEEL_SANDBOX_URL")
     config = SandboxConfig(timeout_s=timeout, **({"backend": "server", "server_url": server} if server else {}))
     programs = [Program(program_id=f"reward-{i}", code=c) for i, c in enumerate(codes) if c]

@@ -42,7 +42,7 @@ from fastapi import Request  # at module level: the endpoints' annotations are s
 
 from solvers.errors import SandboxError
 from solvers.records import ExecStatus, Execution
-from solvers.sandbox.program import DEFAULT_PRELOAD, Program, SandboxConfig
+from solvers.sandbox.program import DEFAULT_PRELOAD, DEFAULT_TIMEOUT_S, Program, SandboxConfig
 
 log = logging.getLogger("flywheel.sandbox.serve")
 
@@ -57,7 +57,7 @@ class ServeSettings:
     token: str | None = None
     max_queue: int = 256  # programs waiting beyond the ``workers`` running
     max_timeout_s: float = 60.0  # cap on any request's timeout
-    default_timeout_s: float = 30.0
+    default_timeout_s: float = DEFAULT_TIMEOUT_S  # the one sandbox default (program.py)
     max_batch: int = 1024
     config: SandboxConfig = field(default_factory=SandboxConfig)  # limits and isolation (its timeout is replaced)
     warm: tuple[str, ...] = ()  # flavours (preload modules) to start in the background once ready
