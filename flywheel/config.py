@@ -44,9 +44,11 @@ class SandboxSection(_Section):
     cpu_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="CPU-seconds limit per program")
     memory_mb: int = Field(DEFAULT_MEMORY_MB, gt=0, description="memory cap per program")
     license_file: str | None = Field(None, description="full solver licence file mounted read-only")
-    backend: Literal["local", "ray"] = Field("local", description="where programs run: local warm pool, or ray "
-                                             "(each node's isolated pool; extra `ray`)")
-    address: str | None = Field(None, description="ray cluster address; None: RAY_ADDRESS or a local Ray instance")
+    backend: Literal["local", "ray", "server"] = Field("local", description="where programs run: local warm pool, "
+                                                       "ray (each node's isolated pool; extra `ray`), or server (a "
+                                                       "running `flywheel sandbox serve` at address)")
+    address: str | None = Field(None, description="ray cluster address (None: RAY_ADDRESS or a local Ray instance), "
+                                "or the server's URL")
     allow_uncapped: bool = Field(False, description="run rounds where the sandbox cannot cap memory and processes "
                                  "(no usable cgroups: see `flywheel sandbox doctor`); off: such a round refuses")
 

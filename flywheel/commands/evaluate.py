@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ def register(app: typer.Typer) -> None:
         rule: str = typer.Option("all", "--rule", help="strict | orlm_lenient | all (comma-separated allowed)"),
         out: Path | None = typer.Option(None, "--out", help="Write verdicts.jsonl and summary.json here."),
         workers: int | None = typer.Option(None, "--workers", min=1),
+        sandbox: str | None = typer.Option(None, "--sandbox", help="URL of a running `flywheel sandbox serve` "
+                                           "(default: FLYWHEEL_SANDBOX_URL; else a local pool)"),
         timeout: float = typer.Option(60.0, "--timeout", help="Per-item wall-clock limit (s)."),
         k: int = typer.Option(1, "--k", min=1, help="Also report pass@k (needs k samples per id)."),
         fmt: str = typer.Option("table", "--format", help="table | json"),
@@ -66,6 +69,8 @@ def register(app: typer.Typer) -> None:
         from flywheel.evaluate.score import load_completions
 
         rules = _rules(rule)
+        if sandbox:
+            os.environ["FLYWHEEL_SANDBOX_URL"] = sandbox  # read by the runner, as by the rewards
         items = load_completions(completions)
         if not items:
             raise FlywheelError("no completions in file", culprit=str(completions))
@@ -98,6 +103,8 @@ def register(app: typer.Typer) -> None:
         out: Path | None = typer.Option(None, "--out", help="write verdicts.jsonl and summary.json here"),
         cache_dir: Path | None = typer.Option(None, "--cache-dir", help="response cache (default: OUT/cache)"),
         workers: int | None = typer.Option(None, "--workers", min=1),
+        sandbox: str | None = typer.Option(None, "--sandbox", help="URL of a running `flywheel sandbox serve` "
+                                           "(default: FLYWHEEL_SANDBOX_URL; else a local pool)"),
         config: Path | None = typer.Option(None, "--config", help="TOML with a [policy] section"),
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
@@ -107,6 +114,8 @@ def register(app: typer.Typer) -> None:
         from flywheel.evaluate.runner import write_results
 
         rules = _rules(rule)
+        if sandbox:
+            os.environ["FLYWHEEL_SANDBOX_URL"] = sandbox  # read by the runner, as by the rewards
         names = [b.strip() for b in benchmark.split(",") if b.strip()]
         items = load_items(names, limit)
         if not items:

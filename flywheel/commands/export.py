@@ -71,7 +71,7 @@ def decontamination_summary(manifest: dict[str, Any]) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
-        stage: str = typer.Option(..., "--stage", help="sft | cpt"),
+        stage: str = typer.Option(..., "--stage", help="sft | cpt | rl (prompts + ground truth for TRL / verl)"),
         out: Path | None = typer.Option(None, "--out", help="output directory (train/val .parquet + .jsonl, "
                                         "manifest.json); default shards/STAGE-UTCTIME"),
         where: str | None = typer.Option(None, "--where", help="SQL predicate over the samples view (ANDed)"),

@@ -30,6 +30,8 @@ def register(app: typer.Typer) -> None:
         families: str | None = typer.Option(None, "--families", help="comma-separated families [default: all]"),
         seed: int | None = typer.Option(None, "--seed", help="round seed [default: 0]"),
         workers: int | None = typer.Option(None, "--workers", help="parallel workers [default: cores]"),
+        sandbox: str | None = typer.Option(None, "--sandbox", help="URL of a running `flywheel sandbox serve` "
+                                           "(config: [sandbox] backend = \"server\", address = URL)"),
         config: Path | None = typer.Option(None, "--config", help="TOML config file"),
         api: str | None = typer.Option(None, "--api", help="solver API of reference programs, or 'rotate'"),
         difficulty: int | None = typer.Option(None, "--difficulty", help="fixed difficulty 1-5 [default: drawn]"),
@@ -58,6 +60,7 @@ def register(app: typer.Typer) -> None:
             "round": {"problems": problems, "families": fam_list, "seed": seed, "workers": workers, "api": api,
                       "difficulty": difficulty, "infeasible_share": infeasible_share},
             "store": {"path": str(store) if store is not None else None},
+            "sandbox": {"backend": "server" if sandbox else None, "address": sandbox},
         })
         # Unknown family / API / policy scheme fail here, before the store is touched.
         plan = RoundPlan.from_config(cfg, suite=suite, policy=policy, samples=samples, temperature=temperature,

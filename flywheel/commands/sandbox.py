@@ -1,4 +1,4 @@
-"""``flywheel sandbox run FILE.py`` and ``flywheel sandbox batch IN.jsonl --out OUT.jsonl``."""
+"""``flywheel sandbox run FILE.py``, ``flywheel sandbox batch IN.jsonl --out OUT.jsonl`` and ``sandbox serve``."""
 
 from __future__ import annotations
 
@@ -14,16 +14,7 @@ from rich.console import Console
 from flywheel.commands.tables import render_table
 from solvers.errors import SandboxError
 from solvers.records import Execution
-
-
-def execution_json(execution: Execution, with_mps: bool = False) -> dict[str, Any]:
-    """The JSON shape of one execution (shared by ``run --json`` and every ``batch`` output line)."""
-    data = execution.model_dump(mode="json")
-    data["objective"] = execution.objective
-    if not with_mps:
-        for solve in data["solves"]:
-            solve["model_mps"] = None if solve["model_mps"] is None else f"<{len(solve['model_mps'])} chars>"
-    return data
+from solvers.sandbox.wire import execution_json  # the shared JSON shape (also the server's)
 
 
 def _read_files(data_dir: Path | None) -> dict[str, str]:
@@ -107,6 +98,8 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("local", "--backend", help="local | ray (fan out across a Ray cluster)"),
         address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: RAY_ADDRESS "
                                            "or a local Ray instance)."),
+        server: str | None = typer.Option(None, "--server", help="URL of a running `flywheel sandbox serve` "
+                                          "(token: FLYWHEEL_SANDBOX_TOKEN)."),
     ) -> None:
         """Run every program of a JSONL file; output lines keep the input order."""
         from solvers.sandbox import Program, run_batch
@@ -126,6 +119,8 @@ def register(app: typer.Typer) -> None:
                 raise SandboxError(f"bad batch line: {exc}", culprit=f"{infile}:{n}") from exc
         counts: Counter[str] = Counter()
         config = _config(timeout, isolation, [p.code for p in programs], backend, address)
+        if server is not None:
+            config = config.model_copy(update={"backend": "server", "server_url": server})
         if backend == "ray":
             from solvers.sandbox.ray_backend import require_ray
 
@@ -166,4 +161,38 @@ def register(app: typer.Typer) -> None:
         if "isolation" in data:
             console.print(f"a program here runs with: {data['isolation']} ({data['probe_status']})", highlight=False)
 
+    _register_serve(sandbox_app)
     app.add_typer(sandbox_app, name="sandbox")
+
+
+def _register_serve(sandbox_app: typer.Typer) -> None:
+    @sandbox_app.command("serve")
+    def serve(
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (beyond loopback: a token is required)."),
+        port: int = typer.Option(8790, "--port", help="TCP port."),
+        workers: int | None = typer.Option(None, "--workers", help="Programs at once (default: the cores)."),
+        token_file: Path | None = typer.Option(None, "--token-file", help="Bearer token file (default: "
+                                               "FLYWHEEL_SANDBOX_TOKEN)."),
+        max_queue: int = typer.Option(256, "--max-queue", help="Programs that may wait beyond those running; "
+                                      "more: 429 + Retry-After."),
+        max_timeout: float = typer.Option(60.0, "--max-timeout", help="Cap on any request's timeout (s)."),
+        timeout: float | None = typer.Option(None, "--timeout", help="Timeout of a request that sets none (s; "
+                                             "default: the sandbox's default timeout)."),
+        isolation: str | None = typer.Option(None, "--isolation", help="auto | bwrap | process"),
+        warm: str = typer.Option("default", "--warm", help="Flavours to start in the background once ready: "
+                                 "'default' (each solver library), 'none', or comma-separated preload modules."),
+    ) -> None:
+        """Serve the sandbox over HTTP (native API, SandboxFusion's /run_code, /metrics); SIGTERM drains."""
+        from solvers.sandbox import SandboxConfig, default_workers
+        from solvers.sandbox.program import DEFAULT_TIMEOUT_S
+        from solvers.sandbox.service import ServeSettings, default_warm, read_token
+        from solvers.sandbox.service import serve as run_server
+
+        kwargs = {} if isolation is None else {"isolation": _config(None, isolation, []).isolation}
+        flavours = default_warm() if warm == "default" else () if warm == "none" else tuple(
+            m.strip() for m in warm.split(",") if m.strip())
+        settings = ServeSettings(host=host, port=port, workers=workers or default_workers(),
+                                 token=read_token(str(token_file) if token_file else None), max_queue=max_queue,
+                                 max_timeout_s=max_timeout, default_timeout_s=min(timeout or DEFAULT_TIMEOUT_S, max_timeout),
+                                 config=SandboxConfig(**kwargs), warm=flavours)
+        run_server(settings)

@@ -34,6 +34,7 @@ from flywheel.curation.contam_index import load_index
 from flywheel.curation.decontam import BenchmarkHit, DecontamIndex, DecontamParams
 from flywheel.curation.formats import STAGES, build_row
 from flywheel.curation.mix import MixSpec, load_mix, repeats, split_clusters
+from flywheel.curation.rl import RL_COLUMNS  # registers the "rl" stage (prompts + ground truth for TRL / verl)
 from flywheel.curation.structural import DEFAULT_HASHER, structural_hash
 from flywheel.store import Store
 from solvers.errors import FlywheelError, unknown_name
@@ -51,6 +52,7 @@ _MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]
 SCHEMAS = {
     "sft": pa.schema([("messages", _MESSAGES), *_LINEAGE_TYPES.items()]),
     "cpt": pa.schema([("text", pa.string()), *_LINEAGE_TYPES.items()]),
+    "rl": pa.schema([*RL_COLUMNS, *_LINEAGE_TYPES.items()]),
 }
 
 

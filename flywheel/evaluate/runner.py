@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ from solvers.sandbox import Program, SandboxConfig, run_batch
 
 
 def execute_completions(completions: Sequence[Completion], *, timeout_s: float = 60.0, workers: int | None = None,
-                        progress: bool = False) -> list[Execution | None]:
-    """Execute every completion's program (None where no code could be extracted), in input order."""
+                        progress: bool = False, server: str | None = None) -> list[Execution | None]:
+    """Execute every completion's program (None where no code could be extracted), in input order; on a running
+    ``flywheel sandbox serve`` when ``server`` (default: ``FLYWHEEL_SANDBOX_URL``) names one."""
     programs: list[Program] = []
     slots: list[int] = []
     for i, item in enumerate(completions):
@@ -24,7 +26,8 @@ def execute_completions(completions: Sequence[Completion], *, timeout_s: float =
             slots.append(i)
     results: list[Execution | None] = [None] * len(completions)
     if programs:
-        config = SandboxConfig(timeout_s=timeout_s)
+        server = server or os.environ.get("FLYWHEEL_SANDBOX_URL")
+        config = SandboxConfig(timeout_s=timeout_s, **({"backend": "server", "server_url": server} if server else {}))
         for slot, execution in zip(slots, run_batch(programs, config, workers=workers, progress=progress),
                                    strict=True):
             results[slot] = execution

@@ -42,7 +42,8 @@ def sandbox_config(plan: RoundPlan) -> Any:
         kwargs["cpu_s"] = max(1, int(round(s["cpu_s"])))
     if s.get("license_file"):
         kwargs["license_files"] = {"GRB_LICENSE_FILE": s["license_file"]}
-    kwargs["backend"], kwargs["ray_address"] = s.get("backend", "local"), s.get("address")  # [sandbox] placement
+    kwargs["backend"] = s.get("backend", "local")  # [sandbox] placement
+    kwargs["server_url" if kwargs["backend"] == "server" else "ray_address"] = s.get("address")
     return SandboxConfig(**kwargs)
 
 

@@ -7,7 +7,9 @@ runs in a fresh forked child, locked down (bubblewrap namespaces where available
 rlimits, cgroup caps, scrubbed environment) and its solve calls are captured by instrumentation, never by reading
 its output. See ``pool.py`` (parent side), ``worker.py`` / ``child.py`` (the two sides of one program) and
 ``capture/`` (one module per solver API). ``SandboxConfig(backend="ray")`` fans the same batches out across a
-Ray cluster (``ray_backend.py``; each node still runs every program in its own isolated pool).
+Ray cluster (``ray_backend.py``; each node still runs every program in its own isolated pool);
+``SandboxConfig(backend="server", server_url=URL)`` sends them to a running ``flywheel sandbox serve``
+(``service.py``, ``client.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def run_program(program: Program, config: SandboxConfig | None = None) -> Execut
     from solvers.sandbox.program import SandboxConfig
 
     config = config or SandboxConfig()
+    if config.backend == "server":
+        return _client(config).run(program, config.timeout_s)
     if config.backend == "ray":
         return next(_map(config, None)([program], None))
     return shared_pool(config, 1).run(program)
@@ -57,6 +61,8 @@ def run_program(program: Program, config: SandboxConfig | None = None) -> Execut
 
 def _map(config: SandboxConfig, workers: int | None) -> Callable[..., Iterator[Execution]]:
     """The backend's order-preserving ``map(programs, progress)``."""
+    if config.backend == "server":
+        return lambda programs, progress: _client(config).map(programs, progress, config.timeout_s)
     if config.backend == "ray":
         from solvers.sandbox import ray_backend
 
@@ -64,6 +70,16 @@ def _map(config: SandboxConfig, workers: int | None) -> Callable[..., Iterator[E
     from solvers.sandbox.pool import shared_pool
 
     return shared_pool(config, workers or default_workers()).map
+
+
+def _client(config: SandboxConfig) -> Any:
+    from solvers.errors import SandboxError
+    from solvers.sandbox.client import shared_client
+
+    if not config.server_url:
+        raise SandboxError("backend 'server' needs server_url (the URL of `flywheel sandbox serve`)",
+                           culprit="server_url")
+    return shared_client(config.server_url)
 
 
 def run_batch(programs: Iterable[Program], config: SandboxConfig | None = None, workers: int | None = None,

@@ -71,8 +71,10 @@ class SandboxConfig(BaseModel):
     retries: int = 2  # sandbox_error (infrastructure) retries
     preload: tuple[str, ...] = DEFAULT_PRELOAD
     uid_base: int = 100_000  # programs run as uid_base + a block per (pool process, pool) + slot (root only; pool.slot_uid)
-    backend: Literal["local", "ray"] = "local"  # ray: fan out across a Ray cluster (extra `ray`), see ray_backend.py
+    backend: Literal["local", "ray", "server"] = "local"  # ray: fan out across a Ray cluster (extra `ray`), see
+    # ray_backend.py; server: a running `flywheel sandbox serve` at server_url (client.py; its limits cap ours)
     ray_address: str | None = None  # cluster to join (ray.init address); None: RAY_ADDRESS or a local instance
+    server_url: str | None = None  # backend "server": the service's base URL (token: FLYWHEEL_SANDBOX_TOKEN)
 
     @property
     def cpu_limit(self) -> int:
