@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PLOTS = ("a_clean_vs_raw.png", "b_cpt_vs_random.png", "c_pass_by_round.png", "copy_rate.png")
+ROUND_PLOTS = ("pass_by_round.png", "pass_by_family.png")
 
 
 def _save(fig: Any, path: Path) -> None:
@@ -142,4 +143,86 @@ def write_table(results: dict[str, Any], out: Path) -> Path:
     lines += [f"| {k} | {v} |" for k, v in results["stages"].items()]
     path = out / "results.md"
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _label(r: dict[str, Any]) -> str:
+    return "zero-shot" if r["round"] == "base" else f"round {r['round']}"
+
+
+def plot_rounds(results: dict[str, Any], out: Path) -> list[Path]:
+    """The demo's figures: overall Pass@1 (strict, lenient) and acceptance by round; strict Pass@1 per family."""
+    out.mkdir(parents=True, exist_ok=True)
+    rounds = results["rounds"]
+    labels = [_label(r) for r in rounds]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    x = list(range(len(rounds)))
+    ax.plot(x, [r["pass@1_strict"] for r in rounds], "o-", label="Pass@1 strict (greedy)")
+    ax.plot(x, [r["pass@1_lenient"] for r in rounds], "s--", label="Pass@1 lenient (greedy)")
+    acc = [(i, r["policy"]["acceptance_rate"]) for i, r in enumerate(rounds) if "policy" in r]
+    if acc:
+        ax.plot(*zip(*acc, strict=True), "^:", label="policy samples accepted")
+    ax.set_xticks(x, labels)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("share")
+    ax.set_title(f"Flywheel rounds ({results['size']}, {results['settings']['heldout_problems']} unseen problems)")
+    ax.legend(fontsize=8)
+    _save(fig, out / ROUND_PLOTS[0])
+
+    families = sorted({f for r in rounds for f in r["per_family"]})
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(families) * len(rounds)), 3.8))
+    width = 0.8 / max(1, len(rounds))
+    for i, r in enumerate(rounds):
+        ax.bar([j + i * width for j in range(len(families))],
+               [r["per_family"].get(f, {}).get("pass@1_strict", 0.0) for f in families], width, label=_label(r))
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(families))], families, rotation=40, ha="right",
+                  fontsize=8)
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("Pass@1 strict")
+    ax.legend(fontsize=8)
+    _save(fig, out / ROUND_PLOTS[1])
+    return [out / n for n in ROUND_PLOTS]
+
+
+def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
+    """results.json and results.md: the overall table by round, the per-family table, policy acceptance and the
+    failure classes (readable at 80 columns)."""
+    rounds = results["rounds"]
+    s = results["settings"]
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = [f"# Flywheel demo: {results['size']}", "",
+             f"Model: {s['init']}; families: {len(s['families'])}; held-out: {s['heldout_problems']} problems from "
+             f"unseen seeds (difficulty {', '.join(map(str, s['heldout_difficulties']))}; "
+             f"{s['heldout_in_training_store']} also in the training store); greedy; template {s['template']}; "
+             f"{s['api']}; reference programs in the {s['render_style']} style. Wall {results['wall_s']:.0f} s on "
+             f"{s['cpus']} CPUs (load at start {s['load_at_start']}).", "",
+             "## Pass@1 by flywheel round", "",
+             "| round | train rows | train s | strict | lenient | accepted | samples |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rounds:
+        pol = r.get("policy")
+        acc = f"{_pct(pol['acceptance_rate'])}" if pol else "-"
+        lines.append(f"| {_label(r)} | {r['train_rows']} | {r.get('train_s') or '-'} | {_pct(r['pass@1_strict'])} "
+                     f"| {_pct(r['pass@1_lenient'])} | {acc} | {pol['samples'] if pol else '-'} |")
+    families = sorted({f for r in rounds for f in r["per_family"]})
+    lines += ["", "## Strict Pass@1 per family", "", "| family | " + " | ".join(_label(r) for r in rounds) + " |",
+              "|---|" + "---:|" * len(rounds)]
+    for fam in families:
+        cells = [_pct(r["per_family"].get(fam, {}).get("pass@1_strict")) for r in rounds]
+        lines.append(f"| {fam} | " + " | ".join(cells) + " |")
+    lines += ["", "## Why held-out programs missed (strict rule)", ""]
+    for r in rounds:
+        misses = ", ".join(f"{k} {v}" for k, v in r.get("miss_classes", {}).items()) or "none"
+        lines.append(f"- {_label(r)}: {misses}")
+    lines += ["", "## Policy samples the contracts rejected", ""]
+    for r in rounds:
+        if "policy" in r:
+            p = r["policy"]
+            ex = ", ".join(f"{k} {v}" for k, v in p["rejected_by_exec_status"].items()) or "none"
+            co = ", ".join(f"{k} {v}" for k, v in p["failed_contracts"].items()) or "none"
+            lines.append(f"- {_label(r)}: {p['accepted']}/{p['samples']} accepted; rejected by execution status: "
+                         f"{ex}; failing contracts: {co}")
+    lines += ["", "![Pass@1 by round](pass_by_round.png)", "", "![Pass@1 per family](pass_by_family.png)", ""]
+    path = out / "results.md"
+    path.write_text("\n".join(lines))
     return path
