@@ -192,7 +192,7 @@ class Demo:
         (out / "manifest.json").write_text(json.dumps({"stage": "sft", "source": "demo held-out problems",
                                                        "counts": {"train": len(recs), "val": len(recs)}}) + "\n")
 
-    def subsample(self, shard: Path, n: int, out: Path) -> Path:
+    def subsample(self, shard: Path, n: int, out: Path, seed: int = SUBSAMPLE_SEED) -> Path:
         """``n`` training rows of ``shard``: every policy sample first (the flywheel's new data: in a raw shard the
         rejected ones are among them), then generator references, each drawn without replacement (seeded)."""
         import numpy as np
@@ -201,7 +201,7 @@ class Demo:
             return out
         out.mkdir(parents=True, exist_ok=True)
         train = pq.read_table(shard / "train.parquet")
-        order = np.random.default_rng(SUBSAMPLE_SEED).permutation(train.num_rows).tolist()
+        order = np.random.default_rng(seed).permutation(train.num_rows).tolist()
         policy = train.column("policy").to_pylist()
         order.sort(key=lambda i: policy[i] == "reference")  # stable: policy rows first, each part still shuffled
         pick = order[: min(n, train.num_rows)]
@@ -212,7 +212,7 @@ class Demo:
 
     # ---- training -------------------------------------------------------------------------------------------
     def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
-               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0) -> Path:
+               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0) -> Path:
         """A recipe TOML: the training shard(s) at weight 1 and, for SFT, the held-out shard at weight 0."""
         s = self.size
         sources = [f'[[data.sources]]\npath = "{p}"\nname = "train"\nweight = 1.0\n' for p in shards[:1]]
@@ -228,7 +228,8 @@ class Demo:
                 f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
                 f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\n\n"
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.batch_rows}\nlr = {lr}\n"
-                f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n\n"
+                f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
+                f"seed = {seed}\n\n"
                 + "\n".join(sources))
         path = self.work / "recipes" / f"{name}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)

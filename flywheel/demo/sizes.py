@@ -74,7 +74,7 @@ SIZES: dict[str, DemoSize] = {
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False),
     "smoke": DemoSize(name="smoke", families=("transportation", "diet"), init="", round0_problems=4,
-                      heldout_problems=2, rounds=2, round_problems=2, round_samples=2, round_difficulties=(1, 2),
+                      heldout_problems=2, rounds=2, round_problems=2, round_samples=2, round_difficulties=(2,),
                       sft_steps=2, retrain_steps=1, sft_seq_len=1536, batch_rows=2, val_rows=2, lr_sft=3e-3,
                       lr_retrain=3e-3, max_tokens=24, batch_generate=4, threads=1, tokenizer_vocab=400,
                       zero_shot=True),
