@@ -14,6 +14,7 @@ import argparse
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,9 @@ def stage_names(size: DemoSize) -> list[str]:
     return [*names, "report"]
 
 
-def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress: bool = True) -> dict[str, Any]:
-    size = SIZES[size_name]
+def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress: bool = True,
+        init: str | None = None) -> dict[str, Any]:
+    size = SIZES[size_name] if init is None else replace(SIZES[size_name], init=init)
     if fresh and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -137,9 +139,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="default: runs/flywheel-demo-SIZE")
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel"))
     parser.add_argument("--fresh", action="store_true", help="delete the work directory first")
+    parser.add_argument("--init", default=None, help="initial checkpoint (HF folder or import source); default: "
+                        "the size's")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     args = parser.parse_args()
-    run(args.size, args.work or Path(f"runs/flywheel-demo-{args.size}"), args.reports, args.fresh, args.progress)
+    run(args.size, args.work or Path(f"runs/flywheel-demo-{args.size}"), args.reports, args.fresh, args.progress,
+        args.init)
 
 
 if __name__ == "__main__":

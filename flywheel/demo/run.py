@@ -147,9 +147,12 @@ class Demo:
         return problems
 
     def base_checkpoint(self) -> Path | None:
-        """The initial checkpoint: ``flywheel models import INIT`` into the work directory (None: from scratch)."""
+        """The initial checkpoint: ``init`` itself when it is an HF checkpoint folder, else ``flywheel models import
+        INIT`` into the work directory (a GGUF file, ``smollm2``, ...); None: random init (from scratch)."""
         if not self.size.init:
             return None
+        if (Path(self.size.init) / "config.json").exists():
+            return Path(self.size.init)
         out = self.work / "base"
         if not (out / "config.json").exists():
             t = time.perf_counter()
@@ -309,16 +312,6 @@ class Demo:
         summary_file.write_text(json.dumps(result, indent=2) + "\n")
         self.stage(f"eval:{tag}", time.perf_counter() - t)
         return result
-
-    def copy_curve(self, run: Path, problems: Sequence[Any], tag: str) -> list[dict[str, Any]]:
-        """Copy rate (and Pass@1) of each saved checkpoint of an SFT run on a few held-out problems."""
-        points = []
-        ckpts = sorted((run / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
-        for ck in ckpts:
-            step = int(ck.name.split("-")[1])
-            r = self.evaluate(ck, problems[: self.size.copy_probe], f"{tag}-step{step}")
-            points.append({"step": step, **r})
-        return points
 
     def bench(self, checkpoint: Path) -> dict[str, Any]:
         out = self.work / "eval" / "nl4opt"

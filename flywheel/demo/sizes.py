@@ -59,6 +59,7 @@ class DemoSize:
     batch_generate: int = 30
     workers: int = 2
     threads: int = 2
+    parallel: int = 2  # independent training runs at once (bench/flywheel_claims.py)
     # From-scratch sizes only.
     arch: str = "qwen3_tiny"
     model_overrides: dict[str, Any] = field(default_factory=dict)
