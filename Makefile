@@ -55,11 +55,15 @@ flywheel-demo: install
 flywheel-demo-speedrun: install
 	$(BIN)/python -m flywheel.demo --size speedrun --work runs/flywheel-demo-speedrun --reports reports/flywheel/speedrun
 
+# ruff, then the one-way layers of pyproject.toml's [tool.importlinter] (solvers < contracts, kernels < training <
+# flywheel).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install-test
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -221,8 +221,8 @@ def main() -> None:
     import torch
     import transformers
 
+    from flywheel.curation.synthetic import write_problem_shards
     from training.data import corpus_texts
-    from training.synthetic import write_problem_shards
     from training.tokenizer import train_tokenizer
 
     work = Path(args.work)

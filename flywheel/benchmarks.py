@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flywheel.config import load_toml, validate
 from flywheel.store.files import sha256_file
+from solvers.config import load_toml, validate
 from solvers.errors import ConfigError, FlywheelError, unknown_name
 from solvers.ir import Model
 from solvers.records import Record

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from cli_here import flywheel_here
+from support.perturb import paraphrase
 
 from contracts.verdicts import VerdictRow, verdict_id
-from flywheel.curation.perturb import paraphrase
 from flywheel.generators.base import generate_problem
 from flywheel.store import Store
 from flywheel.store.rows import attempt_row, execution_row, problem_row, solve_rows

@@ -17,9 +17,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from flywheel.curation.synthetic import write_problem_shards, write_text_shard
 from training.config import load_recipe
 from training.progressive import run_progressive
-from training.synthetic import write_problem_shards, write_text_shard
 from training.trainer import Trainer, run
 
 pytestmark = pytest.mark.slow

@@ -151,17 +151,15 @@ class Trainer:
         return load_tokenizer(tok_dir)
 
     def _kernels(self) -> None:
-        """The hook for the kernels issue: patch the model from a tuning table before sharding."""
+        """Patch the model from a kernel tuning table (``kernels.apply``) before sharding."""
         table = self.recipe.kernels.table
         run_dtype = "bfloat16" if self.recipe.train.dtype == "bf16" else "float32"
         self.gemm_dtypes = {run_dtype}
         if not table:
             return
-        try:
-            from kernels import apply  # type: ignore[attr-defined]
-            from kernels.patch import gemm_dtypes
-        except ImportError:
-            raise ConfigError("kernels.apply is not available in this checkout", culprit="kernels.table") from None
+        from kernels import apply
+        from kernels.patch import gemm_dtypes
+
         patched = apply(self.model, table=table, device=self.device.name)
         self.gemm_dtypes = gemm_dtypes(table, self.device.name, run_dtype)
         if self.world.main and not self.quiet:

@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
         """For each CPT checkpoint: short SFT, then Pass@1 on held-out generated problems; print the table."""
-        from training.selection import select_checkpoint
+        from flywheel.evaluate.selection import select_checkpoint
 
         result = select_checkpoint(cpt_run, sft_data, held_out, steps, seed, out or cpt_run / "selection")
         if fmt == "json":
