@@ -77,7 +77,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         rounds: list[dict[str, Any]] = []
         if size.zero_shot and base:
             demo.say("zero-shot: the imported checkpoint before any training")
-            rounds.append({"round": "base", "model": "base", "train_rows": 0, **demo.evaluate(base, problems, "base")})
+            rounds.append({"round": "base", "model": "base", "train_rows": 0, **demo.evaluate(base, problems, "base"),
+                           "benchmarks": demo.benchmarks(base, "base")})
             step()
 
         sft0 = demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
@@ -85,7 +86,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         step()
         rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
                        "train_s": demo.results["stages"].get("train:sft-r0"), "val_loss_heldout": final_val(sft0),
-                       **demo.evaluate(sft0 / "final", problems, "r0")})
+                       **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
         step()
 
         model, policy_rounds = sft0, []
@@ -107,7 +108,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             step()
             rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
                            "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
-                           "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}")})
+                           "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}"),
+                           "benchmarks": demo.benchmarks(model / "final", f"r{r}")})
             step()
 
         results = demo.results | {

@@ -90,6 +90,17 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     for fam in families:
         cells = [_pct(r["per_family"].get(fam, {}).get("pass@1_strict")) for r in rounds]
         lines.append(f"| {fam} | " + " | ".join(cells) + " |")
+    benches = sorted({b for r in rounds for b in r.get("benchmarks", {})})
+    if benches:
+        lines += ["", "## Zero-shot transfer to benchmarks (strict / lenient Pass@1)", "",
+                  "| benchmark | " + " | ".join(_label(r) for r in rounds) + " |", "|---|" + "---:|" * len(rounds)]
+        for b in benches:
+            cells = []
+            for r in rounds:
+                e = r.get("benchmarks", {}).get(b, {})
+                cells.append(f"{_pct(e['pass@1_strict'])} / {_pct(e['pass@1_lenient'])} ({e['items']})"
+                             if "pass@1_strict" in e else e.get("skipped", "-")[:20])
+            lines.append(f"| {b} | " + " | ".join(cells) + " |")
     lines += ["", "## Why held-out programs missed (strict rule)", ""]
     for r in rounds:
         misses = ", ".join(f"{k} {v}" for k, v in r.get("miss_classes", {}).items()) or "none"

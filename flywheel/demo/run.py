@@ -313,18 +313,25 @@ class Demo:
         self.stage(f"eval:{tag}", time.perf_counter() - t)
         return result
 
-    def bench(self, checkpoint: Path) -> dict[str, Any]:
-        out = self.work / "eval" / "nl4opt"
-        if not (out / "summary.json").exists():
-            bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "nl4opt"
-            if not bench.exists():
-                return {"skipped": f"{bench} not found"}
-            self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), "--limit",
-                     str(self.size.bench_limit), "--api", self.size.api, "--config", str(self.policy_config()),
-                     "--out", str(out), "--format", "json")
-        rules = _rules(out / "summary.json")
-        return {"items": _overall(out / "summary.json").get("items"), "pass@1_strict": rules["strict"]["pass@1"],
-                "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+    def benchmarks(self, checkpoint: Path, tag: str) -> dict[str, Any]:
+        """Zero-shot transfer: Pass@1 of ``checkpoint`` on each of ``size.benchmarks`` (``flywheel eval run``, the
+        first ``bench_limit`` items, 0 = all), from ``../shared/benchmarks/NAME``; a missing one is reported."""
+        results: dict[str, Any] = {}
+        for name in self.size.benchmarks:
+            out = self.work / "eval" / f"{tag}-{name}"
+            if not (out / "summary.json").exists():
+                bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / name
+                if not bench.exists():
+                    results[name] = {"skipped": f"{bench} not found"}
+                    continue
+                limit = ["--limit", str(self.size.bench_limit)] if self.size.bench_limit else []
+                self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), *limit, "--api",
+                         self.size.api, "--config", str(self.policy_config()), "--out", str(out), "--format", "json")
+            rules = _rules(out / "summary.json")
+            results[name] = {"items": _overall(out / "summary.json").get("items"),
+                             "pass@1_strict": rules["strict"]["pass@1"],
+                             "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+        return results
 
 
 def _overall(summary_file: Path) -> dict[str, Any]:

@@ -46,6 +46,8 @@ class DemoSize:
     round_samples: int = 4  # K programs per problem
     round_temperature: float = 0.7
     zero_shot: bool = True  # evaluate the initial checkpoint before any training
+    benchmarks: tuple[str, ...] = ("nl4opt", "mamo_easylp")  # transfer Pass@1 of every model (../shared/benchmarks)
+    bench_limit: int = 40  # first N items of each; 0 = all
     # Training (full fine-tuning; the quick experiment: lr 1.5e-4 cosine, batch 4, loss on the program).
     sft_steps: int = 72  # 288 examples at batch 4
     retrain_steps: int = 24
@@ -69,14 +71,15 @@ class DemoSize:
 SIZES: dict[str, DemoSize] = {
     "speedrun": DemoSize(name="speedrun"),
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
-                     heldout_difficulties=(1, 2, 3), round0_problems=400, heldout_problems=32, rounds=2,
+                     heldout_difficulties=(1, 2, 3), bench_limit=0, round0_problems=400, heldout_problems=32, rounds=2,
                      round_problems=48, sft_steps=150, retrain_steps=50, max_tokens=1200, batch_generate=16),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
-                        round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False),
+                        round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
+                        bench_limit=5),
     "smoke": DemoSize(name="smoke", families=("transportation", "diet"), init="", round0_problems=4,
                       heldout_problems=2, rounds=2, round_problems=2, round_samples=2, round_difficulties=(2,),
                       sft_steps=2, retrain_steps=1, sft_seq_len=1536, batch_rows=2, val_rows=2, lr_sft=3e-3,
                       lr_retrain=3e-3, max_tokens=24, batch_generate=4, threads=1, tokenizer_vocab=400,
-                      zero_shot=True),
+                      zero_shot=True, benchmarks=()),
 }
