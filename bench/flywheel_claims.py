@@ -152,7 +152,14 @@ def main() -> None:
         kind, n, seed = job
         sub = demo.subsample(sh / kind, n, sh / f"a-{kind}-{n}-s{seed}", seed=seed)
         run = sft(f"a-{kind}-{n}-s{seed}", sub, seed, base)
-        return {"data": kind, "rows": n, "seed": seed, "pass@1_strict": score(run, f"a-{kind}-{n}-s{seed}")}
+        import pyarrow.parquet as pq
+
+        policy = pq.read_table(sub / "train.parquet", columns=["policy"]).column("policy").to_pylist()
+        # rows_actual < rows when the shard is smaller than the asked size (a tiny store); policy_rows: samples of
+        # the fine-tuned policy (in raw, the contract-rejected ones are among them)
+        return {"data": kind, "rows": n, "seed": seed, "rows_actual": len(policy),
+                "policy_rows": sum(p != "reference" for p in policy),
+                "pass@1_strict": score(run, f"a-{kind}-{n}-s{seed}")}
 
     a_runs = demo.map_parallel(a_job, jobs)
 
