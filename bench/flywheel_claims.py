@@ -229,6 +229,7 @@ def plot(r: dict[str, Any], path: Path) -> None:
     axes[2].errorbar(range(len(rounds)), [s["mean"] for s in rounds],
                      yerr=[[s["mean"] - s["min"] for s in rounds], [s["max"] - s["mean"] for s in rounds]],
                      fmt="o-", capsize=3)
+    axes[2].set_xticks(range(len(rounds)))
     axes[2].set(xlabel="round", title="(c) Pass@1 by round")
     for ax in axes:
         ax.set_ylim(-0.02, 1.02)
