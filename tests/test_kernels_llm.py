@@ -16,9 +16,9 @@ from support.scripted_server import ScriptedServer
 from typer.testing import CliRunner
 
 from flywheel.config import PolicySection
+from flywheel.kernel_candidates import LLMWriter
 from flywheel.policies.run import sample_seed
 from kernels import registry
-from kernels.candidate import LLMWriter
 
 GOOD = '''Fusing the gate into one expression:
 

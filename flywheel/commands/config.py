@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from flywheel.config import fixed_settings, load_config, show_config
 
 
@@ -26,10 +26,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(data, indent=2))
             return
-        table = Table("key", "value")
-        for section, values in data.items():
-            for key, value in values.items():
-                table.add_row(f"{section}.{key}", json.dumps(value))
-        Console().print(table)
+        render_table([{"key": f"{section}.{key}", "value": json.dumps(value)} for section, values in data.items()
+                      for key, value in values.items()], Console())
 
     app.add_typer(config_app, name="config")
