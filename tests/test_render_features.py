@@ -9,6 +9,8 @@ reproduce the two-solver ground truth.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 
 import pytest
 
@@ -208,3 +210,27 @@ def test_largest_instances_render_to_sane_programs(family: str) -> None:
             lines = [ln.strip() for ln in code.splitlines() if len(ln.strip()) > 10]
             top = max(lines.count(ln) for ln in set(lines))
             assert top <= 5, (api, top)
+
+
+def test_styles_compact_default_verbose_selectable() -> None:
+    """Compact (the default) is the verbose program without comments and blank lines and with a short report;
+    both styles reproduce the ground truth in the sandbox for every API."""
+    problem = generate_problem("transportation", 5, 1)
+    truth = solve_ground_truth(problem.ir)
+    programs = []
+    for api in APIS:
+        compact, verbose = render(problem.ir, api, problem.question), render(problem.ir, api, problem.question,
+                                                                             style="verbose")
+        assert compact == render(problem.ir, api, problem.question, style="compact")
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(compact).readline) if t.type == tokenize.COMMENT]
+        assert not comments and "\n\n" not in compact, api
+        assert len(compact) < 0.8 * len(verbose), (api, len(compact), len(verbose))
+        programs += [Program(program_id=f"{api}-compact", code=compact), Program(program_id=f"{api}-v", code=verbose)]
+    for execution in run_batch(programs, SandboxConfig(timeout_s=120.0)):
+        final = execution.final_solve
+        assert final is not None and final.objective is not None, execution.error
+        # Same tolerance as the family matrix (solver feasibility 1e-6).
+        assert abs(final.objective - truth.objective) <= 1e-6 * (abs(truth.objective) + 1)
+        assert "Optimal objective:" in execution.stdout
+    with pytest.raises(FlywheelError, match="render style"):
+        render(problem.ir, "gurobipy", style="terse")

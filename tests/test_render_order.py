@@ -26,7 +26,7 @@ def _is_subsequence(part: list[float], whole: list[float]) -> bool:
 
 def _param_literals(code: str) -> dict[str, list[float]]:
     """Each dict literal of the data block: its values in written order."""
-    block = code[code.index("# ---- data ----"):code.index("m = gp.Model")]
+    block = code[code.index("from gurobipy import GRB\n"):code.index("m = gp.Model")].split("\n", 1)[1]
     out = {}
     for node in ast.parse(block).body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):

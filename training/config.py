@@ -55,13 +55,24 @@ class TrainSection(_Section):
     weight_decay: float = Field(0.1, ge=0)
     betas: tuple[float, float] = (0.9, 0.95)
     grad_clip: float = Field(1.0, ge=0, description="max global grad norm; 0 = off")
-    dtype: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = autocast; weights and optimizer stay fp32")
+    dtype: Literal["fp32", "bf16", "auto"] = Field(
+        "auto", description="bf16 = autocast (weights and optimizer stay fp32); auto = the faster of the two on this "
+        "device by a matmul probe at start-up (recorded in config.json and metrics)")
     activation_checkpointing: bool = False
     seed: int = Field(0, ge=0)
     log_every: int = Field(1, gt=0)
     eval_every: int = Field(25, ge=0, description="val-loss interval in steps; 0 = only at the end")
     save_every: int = Field(0, ge=0, description="checkpoint interval in steps; 0 = only the final one")
     init_seed: int | None = Field(None, description="seed of random init; default = seed")
+
+
+class LoraSection(_Section):
+    r: int = Field(0, ge=0, description="LoRA rank (peft); 0 = full fine-tuning")
+    alpha: float = Field(32.0, gt=0, description="LoRA scaling numerator (scale = alpha / r)")
+    dropout: float = Field(0.0, ge=0, lt=1)
+    targets: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                        "up_proj", "down_proj"],
+                               description="module names to adapt (Llama / Qwen names)")
 
 
 class MoESection(_Section):
@@ -94,6 +105,7 @@ class RecipeConfig(_Section):
     data: DataSection = Field(default_factory=DataSection)
     train: TrainSection = Field(default_factory=TrainSection)
     moe: MoESection = Field(default_factory=MoESection)
+    lora: LoraSection = Field(default_factory=LoraSection)
     kernels: KernelsSection = Field(default_factory=KernelsSection)
     progressive: ProgressiveSection = Field(default_factory=ProgressiveSection)
 

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import torch
 
 from solvers.errors import ConfigError
-from training.tokenizer import BOS, render_chat
+from training.tokenizer import BOS, CHAT_TEMPLATE, render_chat
 
 IGNORE = -100
 
@@ -71,7 +71,7 @@ def read_manifest(shard_dir: str | Path) -> dict[str, Any]:
 def tokenize_row(row: dict[str, Any], tokenizer: Any) -> Document:
     """A CPT row (``text``: every token is a target) or an SFT row (``messages``: assistant tokens only)."""
     if row.get("messages"):
-        text, spans = render_chat(list(row["messages"]))
+        text, spans = chat_spans(list(row["messages"]), tokenizer)
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         keep = [any(a <= start < b for a, b in spans) for start, _ in enc["offset_mapping"]]
         # No BOS: the tokens are exactly what ``apply_chat_template(..., add_generation_prompt=True)`` gives the
@@ -79,9 +79,36 @@ def tokenize_row(row: dict[str, Any], tokenizer: Any) -> Document:
         return Document(enc["input_ids"], keep)
     if "text" in row and row["text"] is not None:
         ids = tokenizer(row["text"], add_special_tokens=False)["input_ids"]
-        bos, eos = tokenizer.convert_tokens_to_ids(BOS), tokenizer.eos_token_id
+        bos = tokenizer.convert_tokens_to_ids(BOS) if BOS in tokenizer.get_vocab() else tokenizer.bos_token_id
+        bos = bos if bos is not None else tokenizer.eos_token_id
+        eos = tokenizer.eos_token_id
         return Document([bos, *ids, eos], [False] + [True] * (len(ids) + 1))
     raise ConfigError("row has neither 'text' nor 'messages'", culprit=str(row.get("problem_id", "?")))
+
+
+def chat_spans(messages: list[dict[str, str]], tokenizer: Any) -> tuple[str, list[tuple[int, int]]]:
+    """The chat text and assistant character spans: ``render_chat`` for our own ChatML tokenizer, else the
+    checkpoint's own template (an imported SmolLM2, Qwen, ...), so the text trained on is what inference renders.
+
+    With a foreign template each assistant span is found by rendering the conversation up to that turn with the
+    generation prompt (the span starts where that text ends) and through it (the span ends there, trailing whitespace
+    after the end-of-turn token excluded); a template whose prefixes do not nest is an error naming it.
+    """
+    template = getattr(tokenizer, "chat_template", None)
+    if not template or template == CHAT_TEMPLATE:
+        return render_chat(messages)
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    spans: list[tuple[int, int]] = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        before = tokenizer.apply_chat_template(messages[:i], tokenize=False, add_generation_prompt=True)
+        through = tokenizer.apply_chat_template(messages[:i + 1], tokenize=False).rstrip()
+        if not (text.startswith(before) and text.startswith(through) and len(through) > len(before)):
+            raise ConfigError("the tokenizer's chat template does not render a conversation's prefixes as prefixes; "
+                              "cannot find the assistant tokens", culprit=str(getattr(tokenizer, "name_or_path", "")))
+        spans.append((len(before), len(through)))
+    return text, spans
 
 
 def pack(docs: Sequence[Document], seq_len: int, pad_id: int, split_long: bool) -> Packed:

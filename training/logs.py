@@ -54,3 +54,30 @@ def plot_curves(metrics_path: Path, out_png: Path, title: str = "") -> None:
     fig.tight_layout()
     fig.savefig(out_png, dpi=90)
     plt.close(fig)
+
+
+class TensorBoardLog:
+    """Every numeric field of a metrics record as a TensorBoard scalar (``val_loss/sft``, ``loss``, ``mfu``, ...),
+    through torch's ``SummaryWriter``; a no-op when tensorboard is not installed. On resume, events past the resumed
+    step are purged so the curves stay one run."""
+
+    def __init__(self, logdir: Path, resume_step: int = 0) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # tensorboard is a dependency, but a trimmed install must still train
+            self.writer = None
+            return
+        self.writer = SummaryWriter(str(logdir), purge_step=resume_step + 1 if resume_step else None)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.writer is None:
+            return
+        step = int(record["step"])
+        for key, value in record.items():
+            if key != "step" and isinstance(value, int | float) and not isinstance(value, bool):
+                self.writer.add_scalar(key, value, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

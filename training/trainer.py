@@ -30,13 +30,16 @@ from transformers.utils import logging as hf_logging
 
 from kernels.peak import gemm_shapes
 from solvers.errors import ConfigError
+from training.card import base_lineage, write_card
 from training.config import RecipeConfig
-from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source
+from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source, read_manifest
 from training.device import DeviceSpec, World, all_reduce_sum, get_device, init_world, shard_model
 from training.flops import attention_shapes, device_peak, flops_per_token
-from training.logs import MetricsLog, plot_curves
+from training.logs import MetricsLog, TensorBoardLog, plot_curves, read_metrics
+from training.lora import apply_lora, merged_state_dict
 from training.models import build_model, enable_activation_checkpointing
 from training.moe import MoEBalancer, load_summary
+from training.precision import probe_dtype
 from training.tokenizer import BOS, load_tokenizer, train_tokenizer
 
 STATE_FILE = "trainer_state.pt"
@@ -102,7 +105,9 @@ class Trainer:
         self.mixture = Mixture(self.sources, r.train.seed)
         ids = {"bos_token_id": self.tokenizer.convert_tokens_to_ids(BOS), "eos_token_id": self.tokenizer.eos_token_id,
                "pad_token_id": self.tokenizer.pad_token_id}
-        self.model = build_model(r.model.arch, str(ckpt) if ckpt else r.model.path, len(self.tokenizer),
+        # A LoRA run resumes from its base weights plus the checkpoint's adapter/ (the merged copy is for inference).
+        from_dir = str(ckpt) if ckpt and r.lora.r == 0 else r.model.path
+        self.model = build_model(r.model.arch, from_dir, len(self.tokenizer),
                                  r.model.overrides, r.train.init_seed if r.train.init_seed is not None else r.train.seed,
                                  ids)
         self.model.generation_config.eos_token_id = self.tokenizer.eos_token_id
@@ -112,14 +117,26 @@ class Trainer:
         # The GEMM shapes of one micro-batch: the CPU MFU peak is measured on them (kernels.peak), never above 100%.
         self.gemm_shapes = tuple(gemm_shapes(self.model, r.train.micro_batch * r.data.seq_len)
                                  + attention_shapes(self.model.config, r.data.seq_len))
+        self.dtype_probe: dict[str, Any] | None = None
+        self.dtype = r.train.dtype
+        if self.dtype == "auto":
+            cfg = self.model.config
+            self.dtype_probe = probe_dtype(cfg.hidden_size, getattr(cfg, "intermediate_size", 4 * cfg.hidden_size),
+                                           r.train.micro_batch * r.data.seq_len, self.world.device.type
+                                           if hasattr(self.world.device, "type") else str(self.world.device))
+            self.dtype = self.dtype_probe["chosen"]
+        self.lora = r.lora.r > 0
+        if self.lora:
+            self.model = apply_lora(self.model, r.lora, ckpt)
         self._kernels()
         if r.train.activation_checkpointing:
             enable_activation_checkpointing(self.model)
         self.model.config.use_cache = False
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
-        decay = [p for p in self.model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        decay = [p for p in trainable if p.dim() >= 2]
+        no_decay = [p for p in trainable if p.dim() < 2]
         # Fused AdamW (one kernel over all parameters instead of ~10 small ops per tensor) where torch has it for
         # plain tensors; FSDP2's sharded DTensors and the NPU keep the default implementation.
         fused = not self.world.distributed and self.device.name in ("cpu", "cuda")
@@ -135,6 +152,7 @@ class Trainer:
         self.peak_flops, self.peak_source = max(device_peak(self.device.name, getattr(torch, d), self.gemm_shapes)
                                                 for d in sorted(self.gemm_dtypes))
         self.log = MetricsLog(self.out / "metrics.jsonl", self.step if ckpt else None) if self.world.main else None
+        self.tb = TensorBoardLog(self.out / "tensorboard", self.step if ckpt else 0) if self.world.main else None
         if self.world.main:
             self._write_config()
 
@@ -157,7 +175,7 @@ class Trainer:
     def _kernels(self) -> None:
         """Patch the model from a kernel tuning table (``kernels.apply``) before sharding."""
         table = self.recipe.kernels.table
-        run_dtype = "bfloat16" if self.recipe.train.dtype == "bf16" else "float32"
+        run_dtype = "bfloat16" if self.dtype == "bf16" else "float32"
         self.gemm_dtypes = {run_dtype}
         if not table:
             return
@@ -176,7 +194,9 @@ class Trainer:
                 "params": sum(p.numel() for p in self._raw().parameters()),
                 "vocab_size": len(self.tokenizer), "model_class": type(self._raw()).__name__,
                 "train_rows": {s.name: len(s.train) for s in self.sources},
-                "sft_truncated": {s.name: s.train.truncated for s in self.sources}}
+                "sft_truncated": {s.name: s.train.truncated for s in self.sources},
+                "dtype": self.dtype, "dtype_probe": self.dtype_probe,
+                "trainable_params": sum(p.numel() for p in self.model.parameters() if p.requires_grad)}
         (self.out / "config.json").write_text(json.dumps(info, indent=2))
 
     def _raw(self) -> torch.nn.Module:
@@ -184,7 +204,7 @@ class Trainer:
 
     # ---- the step ------------------------------------------------------------------------------------------------
     def _autocast(self):  # noqa: ANN202
-        if self.recipe.train.dtype == "bf16":
+        if self.dtype == "bf16":
             return torch.autocast(self.device.name, dtype=torch.bfloat16)
         return nullcontext()
 
@@ -292,8 +312,12 @@ class Trainer:
             if r.eval_every and self.step % r.eval_every == 0 or self.step == self.total_steps:
                 record.update(self.evaluate())
             history.append(record)
+            if self.step == 1 and self.dtype_probe is not None:
+                record["dtype_probe"] = self.dtype_probe
             if self.log and (self.step % r.log_every == 0 or any(k.startswith("val_loss") for k in record)):
                 self.log.write(record)
+                if self.tb:
+                    self.tb.write(record)
             if progress is not None:
                 progress(record)
             if r.save_every and self.step % r.save_every == 0 and self.step != self.total_steps:
@@ -309,6 +333,8 @@ class Trainer:
                 final.unlink()
             final.symlink_to(path.relative_to(self.out), target_is_directory=True)
             plot_curves(self.out / "metrics.jsonl", self.out / "curves.png", self.recipe.name)
+            if self.tb:
+                self.tb.close()
         return path
 
     # ---- checkpoints ---------------------------------------------------------------------------------------------
@@ -318,14 +344,39 @@ class Trainer:
         model_sd, optim_sd = self._full_state()
         if self.world.main:
             path.mkdir(parents=True, exist_ok=True)
-            self._raw().save_pretrained(path, state_dict=model_sd, safe_serialization=True)
+            if self.lora:
+                # The merged weights as a plain HF checkpoint (loads with AutoModelForCausalLM, hf:, vLLM), and the
+                # adapters beside it in adapter/ (peft's format) for loaders that apply LoRA themselves.
+                base = self.model.get_base_model()
+                base.save_pretrained(path, state_dict=merged_state_dict(self.model), safe_serialization=True)
+                self.model.save_pretrained(path / "adapter")
+            else:
+                self._raw().save_pretrained(path, state_dict=model_sd, safe_serialization=True)
             self.tokenizer.save_pretrained(path)
+            self._card(path)
             torch.save({"step": self.step, "optimizer": optim_sd, "scheduler": self.scheduler.state_dict(),
                         "data": self.mixture.state_dict(), "recipe": self.recipe.model_dump(mode="json"),
                         "world": self.world.size}, path / STATE_FILE)
         if self.world.distributed:
             torch.distributed.barrier()
         return path
+
+    def _card(self, path: Path) -> None:
+        r = self.recipe
+        base = base_lineage(r.model.path) if r.model.path else {}
+        data = [{"path": s.path, "name": s.name, "weight": s.weight, "manifest": read_manifest(s.path)}
+                for s in self.sources]
+        recipe = {"name": r.name, "kind": r.kind, "init": r.model.path or f"random ({r.model.arch})",
+                  "steps": self.step, "total_steps": self.total_steps, "lr": r.train.lr,
+                  "batch_rows": r.train.batch_rows, "seq_len": r.data.seq_len, "dtype": self.dtype,
+                  "lora": {"r": r.lora.r, "alpha": r.lora.alpha, "targets": list(r.lora.targets)} if self.lora else None}
+        last = read_metrics(self.out / "metrics.jsonl")
+        metrics: dict[str, Any] = {"step": self.step}
+        for row in last:
+            metrics.update({k: v for k, v in row.items() if k in ("loss", "tokens_per_s", "mfu") or
+                            k.startswith("val_loss")})
+        write_card(path, base=base, data=data, recipe={k: v for k, v in recipe.items() if v is not None},
+                   metrics=metrics, title=f"{r.name} step {self.step}")
 
     def _full_state(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Unsharded model and optimizer state dicts, keyed by parameter name whatever the world size.

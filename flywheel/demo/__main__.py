@@ -1,188 +1,152 @@
-"""``python -m flywheel.demo [--size full|smoke] [--work DIR] [--reports DIR] [--fresh]``: the whole loop."""
+"""``python -m flywheel.demo [--size speedrun|full|scratch|smoke] [--work DIR] [--reports DIR] [--fresh]``.
+
+The flywheel on a pretrained checkpoint: import it (``flywheel models import``), measure it zero-shot, round 0
+(generator problems with compact reference programs -> sandbox -> contracts -> store) -> SFT -> round 1 (new seeds,
+harder difficulties; the fine-tuned policy samples K programs per problem, the contracts accept or reject, the
+accepted samples join the data) -> SFT from the previous round's model -> round 2 ... Every model is scored
+greedily on the same problems from unseen seeds (strict and lenient Pass@1, per family, miss classes). Each stage
+leaves its artefacts in the work directory and is skipped when they exist, so a stopped run resumes.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from flywheel.demo.plots import plot_all, write_table
-from flywheel.demo.run import Demo, final_val, val_curve
-from flywheel.demo.sizes import SIZES
-
-ROUND0 = 1  # the store numbers rounds from 1: the generator-only round is round 1, policy round r is round r + 1
+from flywheel.demo.plots import plot_rounds, write_rounds_table
+from flywheel.demo.run import Demo, final_val
+from flywheel.demo.sizes import SIZES, DemoSize
 
 
 def rows(shard: Path) -> int:
     return pq.read_metadata(shard / "train.parquet").num_rows
 
 
-def run(size_name: str, work: Path, reports: Path, fresh: bool = False) -> dict[str, Any]:
-    size = SIZES[size_name]
+def stage_names(size: DemoSize) -> list[str]:
+    names = ["import" if size.init else "tokenizer", "round 0 data", "held-out problems"]
+    names += ["zero-shot eval"] if size.zero_shot and size.init else []
+    names += ["SFT round 0", "eval round 0"]
+    for r in range(1, size.rounds + 1):
+        names += [f"round {r} policy samples", f"SFT round {r}", f"eval round {r}"]
+    return [*names, "report"]
+
+
+def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress: bool = True,
+        init: str | None = None) -> dict[str, Any]:
+    size = SIZES[size_name] if init is None else replace(SIZES[size_name], init=init)
     if fresh and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     demo = Demo(size, work, reports)
     import torch
 
-    torch.set_num_threads(size.threads)  # in-process generation (see DemoSize.threads)
+    torch.set_num_threads(size.threads)  # in-process greedy generation
     t0 = time.perf_counter()
     load = os.getloadavg()[0]
-
-    demo.say("round 0: generators -> ground truth -> reference programs -> sandbox -> contracts -> store")
-    demo.round0()
     sh = work / "shards"
-    demo.export("cpt", sh / "cpt0")
-    demo.export("sft", sh / "sft0")
-    problems = demo.heldout()
-    overlap = demo.heldout_overlap(problems)
-    tok = demo.tokenizer([sh / "cpt0", sh / "sft0"])
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn(), disable=not progress, transient=False)
+    names = stage_names(size)
+    task = bar.add_task(names[0], total=len(names))
 
-    demo.say("CPT from scratch then SFT from it, beside SFT from random init (same tokenizer, data and SFT steps)")
-    save_every = max(1, size.sft_steps // 4)
+    def step() -> None:
+        done = int(bar.tasks[0].completed) + 1
+        bar.update(task, advance=1, description=names[min(done, len(names) - 1)])
 
-    def cpt_then_sft() -> tuple[Path, Path]:
-        cpt = demo.train("cpt", demo.recipe("cpt", "cpt", [sh / "cpt0"], steps=size.cpt_steps,
-                                            seq_len=size.cpt_seq_len, lr=size.lr_cpt, tokenizer=tok))
-        return cpt, demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                                     seq_len=size.sft_seq_len, lr=size.lr_sft, init=cpt / "final",
-                                                     save_every=save_every))
+    with bar:
+        base = demo.base_checkpoint()
+        step()
+        demo.say("round 0: generator problems -> compact reference programs -> sandbox -> contracts -> store")
+        round0 = [demo.store_round(f"r0-d{d}", seed=d, difficulty=d, problems=size.round0_problems)
+                  for d in size.round0_difficulties]
+        demo.export("sft", sh / "sft0")
+        tok = None if base else demo.tokenizer([sh / "sft0"])
+        step()
+        problems = demo.heldout()
+        overlap = demo.heldout_overlap(problems)
+        step()
 
-    def random_init() -> tuple[Path, dict[str, Any]]:
-        rand = demo.train("sft-random", demo.recipe("sft-random", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                                    seq_len=size.sft_seq_len, lr=size.lr_sft, tokenizer=tok))
-        return rand, demo.evaluate(rand / "final", problems, "random")
+        rounds: list[dict[str, Any]] = []
+        if size.zero_shot and base:
+            demo.say("zero-shot: the imported checkpoint before any training")
+            rounds.append({"round": "base", "model": "base", "train_rows": 0, **demo.evaluate(base, problems, "base"),
+                           "benchmarks": demo.benchmarks(base, "base")})
+            step()
 
-    (cpt, sft0), (rand, rand_eval) = demo.side_by_side(cpt_then_sft, random_init)
+        sft0 = demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
+                                                seq_len=size.sft_seq_len, lr=size.lr_sft, init=base, tokenizer=tok))
+        step()
+        rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
+                       "train_s": demo.results["stages"].get("train:sft-r0"), "val_loss_heldout": final_val(sft0),
+                       **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
+        step()
 
-    demo.say("evaluate round 0 (unseen seeds) and the copy-rate curve")
-    rounds = [{"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
-               **demo.evaluate(sft0 / "final", problems, "r0")}]
-    curve = demo.copy_curve(sft0, problems, "r0curve")
+        model, policy_rounds = sft0, []
+        for r in range(1, size.rounds + 1):
+            demo.say(f"round {r}: hf:{model / 'final'} samples {size.round_samples} programs per new problem")
+            # New seeds (r * 1000 + d), difficulties the reference round did not cover included.
+            new = [demo.store_round(f"r{r}-d{d}", seed=r * 1000 + d, difficulty=d, problems=size.round_problems,
+                                    policy=f"hf:{model / 'final'}") for d in size.round_difficulties]
+            policy_rounds += new
+            accept = demo.acceptance(new)
+            step()
+            # Self-distillation data: round 0's references plus every accepted policy sample so far (the new
+            # problems' own reference programs stay out: the gain must be the policy's, not more generator data).
+            keep = ", ".join(str(x) for x in round0)
+            shard = demo.export("sft", sh / f"sft-r{r}", "--where", f"policy <> 'reference' OR round IN ({keep})")
+            model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", [sh / f"sft-r{r}"],
+                                                        steps=size.retrain_steps, seq_len=size.sft_seq_len,
+                                                        lr=size.lr_retrain, init=model / "final"))
+            step()
+            rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
+                           "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
+                           "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}"),
+                           "benchmarks": demo.benchmarks(model / "final", f"r{r}")})
+            step()
 
-    model = sft0
-    for r in range(1, size.flywheel_rounds + 1):
-        demo.say(f"flywheel round {r}: self-distillation through hf:{model / 'final'}")
-        marker = work / "store" / f"round{r}.done"
-        if not marker.exists():
-            t = time.perf_counter()
-            demo.cli("run-round", "--store", str(work / "store"), "--policy", f"hf:{model / 'final'}",
-                     "--samples", str(size.round_samples), "--temperature", str(size.round_temperature),
-                     "--problems", str(size.round_problems), "--families", ",".join(size.families),
-                     "--seed", str(r), "--api", size.api, "--difficulty", str(size.difficulty),
-                     "--infeasible-share", "0", "--workers", str(size.workers), "--config", str(demo.policy_config()),
-                     "--no-progress")
-            marker.write_text("ok\n")
-            demo.stage(f"round{r}", time.perf_counter() - t)
-        # Self-distillation: the round-0 generator data plus the policy's accepted samples of every round so far
-        # (the new problems' own reference programs stay out, so the gain is the policy's, not more generator data).
-        shard = demo.export("sft", sh / f"sft-r{r}", "--where", f"policy <> 'reference' OR round = {ROUND0}")
-        model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", [sh / f"sft-r{r}"], steps=size.retrain_steps,
-                                                    seq_len=size.sft_seq_len, lr=size.lr_sft / 2,
-                                                    init=model / "final"))
-        rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
-                       **demo.evaluate(model / "final", problems, f"r{r}")})
-
-    demo.say("(a) contract-cleaned vs raw self-distillation data at three sizes, each fine-tuning the round-0 model")
-    # raw: what an unfiltered flywheel would train on (every policy sample, the ones the contracts rejected too);
-    # clean: the contract-accepted ones. Each subsample takes the policy's samples first, then generator references.
-    where = f"policy <> 'reference' OR round = {ROUND0}"
-    raw = sh / "raw"
-    demo.export("sft", raw, "--include-rejected", "--where", where)
-    clean = sh / "clean"
-    demo.export("sft", clean, "--where", where)
-    rejected = _rejected_ids(demo)
-    jobs = []
-    for n in size.ablation_sizes:
-        for kind, shard in (("clean", clean), ("raw", raw)):
-            sub = demo.subsample(shard, n, sh / f"{kind}-{n}")
-            name = f"a-{kind}-{n}"
-            jobs.append((kind, sub, name, demo.recipe(name, "sft", [sub], steps=size.ablation_steps,
-                                                      seq_len=size.sft_seq_len, lr=size.lr_sft / 2,
-                                                      init=sft0 / "final")))
-
-    def ablate(job: tuple[str, Path, str, Path]) -> dict[str, Any]:
-        kind, sub, name, recipe = job
-        out = demo.train(name, recipe)
-        ev = demo.evaluate(out / "final", problems[: size.ablation_eval], name)
-        return {"data": kind, "rows": rows(sub), "rejected_rows": _count_in(sub, rejected),
-                "policy_rows": _count_policy(sub), "val_loss_heldout": final_val(out), **_ev(ev)}
-
-    ablation = demo.map_parallel(ablate, jobs)
-
-    demo.say("benchmark items (nl4opt)")
-    bench = demo.bench(model / "final")
-
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    params = sum(p.numel() for p in AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cpt / "final"))
-                 .parameters())
-    results = demo.results | {
-        "settings": {"families": list(size.families), "difficulty": size.difficulty, "api": size.api,
-                     "arch": size.arch, "params": params, "heldout_problems": size.heldout_problems,
-                     "heldout_seed": size.heldout_seed, "heldout_in_training_store": overlap,
-                     "model_overrides": size.model_overrides, "tokenizer_vocab": size.tokenizer_vocab,
-                     "sft_seq_len": size.sft_seq_len, "lr_sft": size.lr_sft, "max_tokens": size.max_tokens,
-                     "ablation_eval": size.ablation_eval, "cpt_steps": size.cpt_steps, "sft_steps": size.sft_steps,
-                     "retrain_steps": size.retrain_steps, "ablation_steps": size.ablation_steps,
-                     "batch_rows": size.batch_rows, "round0_problems": size.round0_problems,
-                     "round_problems": size.round_problems, "round_samples": size.round_samples,
-                     "template": "code_only", "cpus": os.cpu_count(), "load_at_start": round(load, 1)},
-        "c_rounds": rounds,
-        "b_cpt_vs_random": {
-            "cpt_init": {"steps": size.sft_steps, "val_curve": val_curve(sft0),
-                         "val_loss_heldout": final_val(sft0), **_ev(rounds[0])},
-            "random_init": {"steps": size.sft_steps, "val_curve": val_curve(rand),
-                            "val_loss_heldout": final_val(rand), **_ev(rand_eval)}},
-        "a_clean_vs_raw": ablation,
-        "copy_curve": [{k: p[k] for k in ("step", "copy_rate", "pass@1_strict", "items")} for p in curve],
-        "benchmark": bench,
-        "wall_s": round(time.perf_counter() - t0, 1),
-    }
-    reports.mkdir(parents=True, exist_ok=True)
-    plot_all(results, reports)
-    write_table(results, reports)
+        results = demo.results | {
+            "settings": {"families": list(size.families), "init": size.init or f"random {size.arch}",
+                         "api": size.api, "round0_difficulties": list(size.round0_difficulties),
+                         "round_difficulties": list(size.round_difficulties),
+                         "heldout_difficulties": list(size.heldout_difficulties),
+                         "heldout_problems": len(problems), "heldout_seed": size.heldout_seed,
+                         "heldout_in_training_store": overlap, "round0_problems": size.round0_problems,
+                         "round_problems": size.round_problems, "round_samples": size.round_samples,
+                         "sft_steps": size.sft_steps, "retrain_steps": size.retrain_steps,
+                         "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
+                         "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
+                         "cpus": os.cpu_count(), "load_at_start": round(load, 1)},
+            "rounds": rounds,
+            "wall_s": round(time.perf_counter() - t0, 1),
+        }
+        reports.mkdir(parents=True, exist_ok=True)
+        plot_rounds(results, reports)
+        write_rounds_table(results, reports)
+        step()
     demo.say(f"done in {results['wall_s']:.0f}s; results in {reports}")
     return results
-
-
-def _ev(r: dict[str, Any]) -> dict[str, Any]:
-    return {k: r[k] for k in ("pass@1_strict", "pass@1_lenient", "copy_rate", "has_code")}
-
-
-def _rejected_ids(demo: Demo) -> set[str]:
-    """Attempt ids of the samples the contracts did not accept."""
-    out = demo.cli("sql", "--store", str(demo.store), "--format", "json",
-                   "select attempt_id from samples where not coalesce(accepted, false)")
-    return {r["attempt_id"] for r in json.loads(out)}
-
-
-def _count_policy(shard: Path) -> int:
-    """Training rows of ``shard`` written by a policy (not a generator's reference program)."""
-    return sum(p != "reference" for p in pq.read_table(shard / "train.parquet", columns=["policy"])
-               .column("policy").to_pylist())
-
-
-def _count_in(shard: Path, ids: set[str]) -> int:
-    """How many training rows of ``shard`` are samples with one of ``ids`` (lineage: the attempt id column)."""
-    return sum(a in ids for a in pq.read_table(shard / "train.parquet", columns=["attempt_id"])
-               .column("attempt_id").to_pylist())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m flywheel.demo", description=__doc__)
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
-    parser.add_argument("--work", type=Path, default=Path("runs/flywheel-demo"))
+    parser.add_argument("--work", type=Path, default=None, help="default: runs/flywheel-demo-SIZE")
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel"))
     parser.add_argument("--fresh", action="store_true", help="delete the work directory first")
+    parser.add_argument("--init", default=None, help="initial checkpoint (HF folder or import source); default: "
+                        "the size's")
+    parser.add_argument("--no-progress", dest="progress", action="store_false")
     args = parser.parse_args()
-    run(args.size, args.work, args.reports, args.fresh)
+    run(args.size, args.work or Path(f"runs/flywheel-demo-{args.size}"), args.reports, args.fresh, args.progress,
+        args.init)
 
 
 if __name__ == "__main__":

@@ -69,16 +69,47 @@ class Demo:
         return path
 
     # ---- data -----------------------------------------------------------------------------------------------
-    def round0(self) -> None:
+    def store_round(self, tag: str, *, seed: int, difficulty: int, problems: int, policy: str | None = None) -> int:
+        """One ``flywheel run-round`` (resumable: a finished round is skipped by its marker); its store round."""
         s = self.size
-        if (self.store / "round0.done").exists():
-            return
+        marker = self.store / f"{tag}.round"
+        if marker.exists():
+            return int(marker.read_text())
         t = time.perf_counter()
-        self.cli("run-round", "--store", str(self.store), "--problems", str(s.round0_problems), "--families",
-                 ",".join(s.families), "--seed", "0", "--api", s.api, "--difficulty", str(s.difficulty),
-                 "--infeasible-share", "0", "--workers", str(s.workers), "--no-progress")
-        (self.store / "round0.done").write_text("ok\n")
-        self.stage("round0", time.perf_counter() - t)
+        args = ["run-round", "--store", str(self.store), "--problems", str(problems), "--families",
+                ",".join(s.families), "--seed", str(seed), "--api", s.api, "--difficulty", str(difficulty),
+                "--infeasible-share", "0", "--workers", str(s.workers), "--no-progress", "--format", "json"]
+        if policy:
+            args += ["--policy", policy, "--samples", str(s.round_samples), "--temperature",
+                     str(s.round_temperature), "--config", str(self.policy_config())]
+        self.cli(*args)
+        out = self.cli("sql", "--store", str(self.store), "--format", "json", "select max(round) as r from samples")
+        number = int(json.loads(out)[0]["r"])
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{number}\n")
+        self.stage(f"round:{tag}", time.perf_counter() - t)
+        return number
+
+    def acceptance(self, store_rounds: Sequence[int]) -> dict[str, Any]:
+        """The policy's samples in ``store_rounds``: how many, how many the contracts accepted, why the rest failed
+        (the sandbox's execution status, and the contracts that failed on samples that did run)."""
+        rounds = ", ".join(str(r) for r in store_rounds)
+        where = f"s.policy <> 'reference' and s.round in ({rounds})"
+        rows = json.loads(self.cli("sql", "--store", str(self.store), "--format", "json",
+                                   "select count(*) as n, sum(case when s.accepted then 1 else 0 end) as ok "
+                                   f"from samples s where {where}"))[0]
+        by_exec = json.loads(self.cli(
+            "sql", "--store", str(self.store), "--format", "json",
+            "select e.status as status, count(*) as n from samples s join executions e using (attempt_id) "
+            f"where {where} and not coalesce(s.accepted, false) group by 1 order by 2 desc"))
+        by_contract = json.loads(self.cli(
+            "sql", "--store", str(self.store), "--format", "json",
+            "select v.contract as contract, count(distinct v.attempt_id) as n from samples s join verdicts v "
+            f"using (attempt_id) where {where} and v.outcome = 'fail' group by 1 order by 2 desc"))
+        n, ok = int(rows["n"] or 0), int(rows["ok"] or 0)
+        return {"samples": n, "accepted": ok, "acceptance_rate": ok / n if n else 0.0,
+                "rejected_by_exec_status": {r["status"]: int(r["n"]) for r in by_exec},
+                "failed_contracts": {r["contract"]: int(r["n"]) for r in by_contract}}
 
     def export(self, stage: str, out: Path, *extra: str) -> dict[str, Any]:
         if not (out / "manifest.json").exists():
@@ -90,7 +121,8 @@ class Demo:
         return json.loads((out / "manifest.json").read_text())
 
     def heldout(self) -> list[Any]:
-        """Problems from unseen seeds with their ground truth, as Problem records and as a benchmark JSONL."""
+        """Problems from unseen seeds with their ground truth: ``heldout_problems`` per held-out difficulty, the
+        families in turn. Also written as a benchmark JSONL and as a weight-0 SFT shard (held-out val loss)."""
         from flywheel.generators.base import derive_seed, generate_problem
         from solvers.ground_truth import solve_ground_truth
         from solvers.render import render
@@ -99,19 +131,34 @@ class Demo:
         path = self.work / "heldout.jsonl"
         problems = []
         rows = []
-        for i in range(s.heldout_problems):
-            family = s.families[i % len(s.families)]
-            p = generate_problem(family, derive_seed(s.heldout_seed, i), s.difficulty, 0.0)
-            gt = solve_ground_truth(p.ir)
-            problems.append(p.model_copy(update={"ground_truth": gt}))
-            answer = gt.objective if gt.status.value == "optimal" else gt.status.value
-            rows.append({"id": p.problem_id, "question": p.question, "answer": answer, "family": family,
-                         "code": render(p.ir, s.api, p.question)})
+        for d in s.heldout_difficulties:
+            for i in range(s.heldout_problems):
+                family = s.families[i % len(s.families)]
+                p = generate_problem(family, derive_seed(s.heldout_seed + d, i), d, 0.0)
+                gt = solve_ground_truth(p.ir)
+                problems.append(p.model_copy(update={"ground_truth": gt}))
+                answer = gt.objective if gt.status.value == "optimal" else gt.status.value
+                rows.append({"id": p.problem_id, "question": p.question, "answer": answer, "family": family,
+                             "difficulty": d, "code": render(p.ir, s.api, p.question)})
         if not path.exists():
-            path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "answer", "family")}) + "\n"
-                                    for r in rows))
+            path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "answer", "family",
+                                                                   "difficulty")}) + "\n" for r in rows))
         self._heldout_shard(rows)
         return problems
+
+    def base_checkpoint(self) -> Path | None:
+        """The initial checkpoint: ``init`` itself when it is an HF checkpoint folder, else ``flywheel models import
+        INIT`` into the work directory (a GGUF file, ``smollm2``, ...); None: random init (from scratch)."""
+        if not self.size.init:
+            return None
+        if (Path(self.size.init) / "config.json").exists():
+            return Path(self.size.init)
+        out = self.work / "base"
+        if not (out / "config.json").exists():
+            t = time.perf_counter()
+            self.cli("models", "import", self.size.init, "--out", str(out), "--format", "json")
+            self.stage("import", time.perf_counter() - t)
+        return out
 
     def heldout_overlap(self, problems: Sequence[Any]) -> int:
         """How many held-out questions are also in the store (the training data's source): 0 means unseen."""
@@ -148,7 +195,7 @@ class Demo:
         (out / "manifest.json").write_text(json.dumps({"stage": "sft", "source": "demo held-out problems",
                                                        "counts": {"train": len(recs), "val": len(recs)}}) + "\n")
 
-    def subsample(self, shard: Path, n: int, out: Path) -> Path:
+    def subsample(self, shard: Path, n: int, out: Path, seed: int = SUBSAMPLE_SEED) -> Path:
         """``n`` training rows of ``shard``: every policy sample first (the flywheel's new data: in a raw shard the
         rejected ones are among them), then generator references, each drawn without replacement (seeded)."""
         import numpy as np
@@ -157,7 +204,7 @@ class Demo:
             return out
         out.mkdir(parents=True, exist_ok=True)
         train = pq.read_table(shard / "train.parquet")
-        order = np.random.default_rng(SUBSAMPLE_SEED).permutation(train.num_rows).tolist()
+        order = np.random.default_rng(seed).permutation(train.num_rows).tolist()
         policy = train.column("policy").to_pylist()
         order.sort(key=lambda i: policy[i] == "reference")  # stable: policy rows first, each part still shuffled
         pick = order[: min(n, train.num_rows)]
@@ -168,7 +215,7 @@ class Demo:
 
     # ---- training -------------------------------------------------------------------------------------------
     def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
-               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0) -> Path:
+               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0) -> Path:
         """A recipe TOML: the training shard(s) at weight 1 and, for SFT, the held-out shard at weight 0."""
         s = self.size
         sources = [f'[[data.sources]]\npath = "{p}"\nname = "train"\nweight = 1.0\n' for p in shards[:1]]
@@ -177,14 +224,15 @@ class Demo:
         if kind == "sft":
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
-        warmup = max(1, steps // 5)
-        overrides = ", ".join(f"{k} = {json.dumps(v)}" for k, v in s.model_overrides.items())
+        warmup = max(1, steps // 10)
+        overrides = "" if init else ", ".join(f"{k} = {json.dumps(v)}" for k, v in s.model_overrides.items())
         text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n'
                 f"overrides = {{{overrides}}}\n\n"
                 f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
                 f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\n\n"
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.batch_rows}\nlr = {lr}\n"
-                f"warmup_steps = {warmup}\neval_every = {s.eval_every}\nsave_every = {save_every}\n\n"
+                f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
+                f"seed = {seed}\n\n"
                 + "\n".join(sources))
         path = self.work / "recipes" / f"{name}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,44 +289,49 @@ class Demo:
             gt = p.ground_truth
             answer = gt.objective if gt.status.value == "optimal" else gt.status.value
             lines.append({"id": a.problem_id, "answer": answer, "completion": a.response, "solver_api": self.size.api,
-                          "family": p.family})
+                          "benchmark": p.family})
             rate = copy_rate(p.question, a.code or a.response)
             if rate is not None:
                 rates.append(rate)
         comp = out / "completions.jsonl"
         comp.write_text("".join(json.dumps(x) + "\n" for x in lines))
         self.cli("eval", "score", "--completions", str(comp), "--out", str(out), "--format", "json")
-        rules = _rules(out / "summary.json")
+        summary = json.loads((out / "summary.json").read_text())
+        summary = summary.get("summary", summary)
+        overall = summary.get("overall", summary.get("all"))
+        per_family = {fam: {"items": e["items"], "pass@1_strict": e["rules"]["strict"]["pass@1"],
+                            "pass@1_lenient": e["rules"]["orlm_lenient"]["pass@1"]}
+                      for fam, e in sorted(summary.items()) if fam not in ("overall", "all")}
         result = {"checkpoint": str(checkpoint), "items": len(lines),
-                  "pass@1_strict": rules["strict"]["pass@1"], "pass@1_lenient": rules["orlm_lenient"]["pass@1"],
+                  "pass@1_strict": overall["rules"]["strict"]["pass@1"],
+                  "pass@1_lenient": overall["rules"]["orlm_lenient"]["pass@1"],
                   "copy_rate": sum(rates) / len(rates) if rates else 0.0,
-                  "has_code": sum(bool(a.code) for a in attempts) / max(1, len(attempts))}
+                  "has_code": sum(bool(a.code) for a in attempts) / max(1, len(attempts)),
+                  "miss_classes": overall.get("miss_classes", {}), "per_family": per_family,
+                  "generate_s": round(time.perf_counter() - t, 1)}
         summary_file.write_text(json.dumps(result, indent=2) + "\n")
         self.stage(f"eval:{tag}", time.perf_counter() - t)
         return result
 
-    def copy_curve(self, run: Path, problems: Sequence[Any], tag: str) -> list[dict[str, Any]]:
-        """Copy rate (and Pass@1) of each saved checkpoint of an SFT run on a few held-out problems."""
-        points = []
-        ckpts = sorted((run / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
-        for ck in ckpts:
-            step = int(ck.name.split("-")[1])
-            r = self.evaluate(ck, problems[: self.size.copy_probe], f"{tag}-step{step}")
-            points.append({"step": step, **r})
-        return points
-
-    def bench(self, checkpoint: Path) -> dict[str, Any]:
-        out = self.work / "eval" / "nl4opt"
-        if not (out / "summary.json").exists():
-            bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "nl4opt"
-            if not bench.exists():
-                return {"skipped": f"{bench} not found"}
-            self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), "--limit",
-                     str(self.size.bench_limit), "--api", self.size.api, "--config", str(self.policy_config()),
-                     "--out", str(out), "--format", "json")
-        rules = _rules(out / "summary.json")
-        return {"items": _overall(out / "summary.json").get("items"), "pass@1_strict": rules["strict"]["pass@1"],
-                "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+    def benchmarks(self, checkpoint: Path, tag: str) -> dict[str, Any]:
+        """Zero-shot transfer: Pass@1 of ``checkpoint`` on each of ``size.benchmarks`` (``flywheel eval run``, the
+        first ``bench_limit`` items, 0 = all), from ``../shared/benchmarks/NAME``; a missing one is reported."""
+        results: dict[str, Any] = {}
+        for name in self.size.benchmarks:
+            out = self.work / "eval" / f"{tag}-{name}"
+            if not (out / "summary.json").exists():
+                bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / name
+                if not bench.exists():
+                    results[name] = {"skipped": f"{bench} not found"}
+                    continue
+                limit = ["--limit", str(self.size.bench_limit)] if self.size.bench_limit else []
+                self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), *limit, "--api",
+                         self.size.api, "--config", str(self.policy_config()), "--out", str(out), "--format", "json")
+            rules = _rules(out / "summary.json")
+            results[name] = {"items": _overall(out / "summary.json").get("items"),
+                             "pass@1_strict": rules["strict"]["pass@1"],
+                             "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
+        return results
 
 
 def _overall(summary_file: Path) -> dict[str, Any]:

@@ -1,20 +1,27 @@
-"""Demo sizes: ``smoke`` (the test's toy loop, about a minute) and ``full`` (the committed run).
+"""Demo sizes.
 
-Design for copying (issue 9): the first curriculum stage only (difficulty 1, three LP families with the shortest
-programs), one solver API, reference programs whose data block follows the question's order of numbers
-(``solvers.render.order``), a tokenizer where digits and names are the same ids in question and code, a dense
-rotary-position decoder, short code-only outputs, greedy decoding at evaluation, and as many SFT rows as the
-generators make in the time (a round of generator problems is cheap next to training).
+- ``speedrun``: three LP families at difficulty 1 on the imported SmolLM2-135M-Instruct checkpoint: zero-shot, then
+  round-0 SFT on compact reference programs (issue 17's target: >= 90% strict greedy Pass@1 on unseen seeds in
+  <= 20 minutes of training), then one self-distillation round at difficulty 1-2.
+- ``full``: every generator family at difficulty 1-3, same checkpoint. Round 0 trains on difficulty 1-2 reference
+  programs; rounds >= 1 sample the fine-tuned policy on new seeds at difficulty 1-3, so the accepted samples cover
+  what round 0 lacks (difficulty 3), and the held-out problems are drawn from all three.
+- ``scratch``: the from-scratch tiny dense Qwen3 with its own BPE tokenizer (the previous default; kept as a size).
+- ``smoke``: the smoke test's toy loop (a randomly initialised tiny model, two families; well under two minutes).
 
-Model class: a dense Qwen3 (``qwen3_tiny`` widened by ``model_overrides``) rather than the tiny MoE. Copying is
-attention work; at this size a router splits an already small number of tokens over experts, each expert's FFN
-sees a fraction of the data, and the sort-and-dispatch costs CPU time per step that the dense FFN does not.
+Every size evaluates with greedy decoding on problems from unseen seeds (``heldout_seed``; the rounds use seeds
+below 10 000) and reports strict and lenient Pass@1 per family, the policy's acceptance rate and the miss classes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+ALL_FAMILIES = ("assignment", "bin_packing", "blending", "diet", "facility_location", "lot_sizing", "max_flow",
+                "min_cost_flow", "multi_knapsack", "parallel_machine", "portfolio", "production_planning",
+                "set_cover", "shift_staffing", "transportation", "tsp")
+LP3 = ("production_planning", "transportation", "diet")
 
 
 def _dense() -> dict[str, Any]:
@@ -25,50 +32,54 @@ def _dense() -> dict[str, Any]:
 @dataclass(frozen=True)
 class DemoSize:
     name: str
-    families: tuple[str, ...] = ("production_planning", "transportation", "diet")
-    difficulty: int = 1
+    families: tuple[str, ...] = LP3
+    init: str = "smollm2"  # a `flywheel models import` source; "" = random init of ``arch`` (from scratch)
     api: str = "gurobipy"
-    round0_problems: int = 900
-    heldout_problems: int = 24
-    heldout_seed: int = 90_001  # unseen: the rounds use seeds 0, 1, 2, ...
-    tokenizer_vocab: int = 2048  # a larger vocabulary packs the boilerplate code into fewer tokens; digits stay single
-    arch: str = "qwen3_tiny"
-    model_overrides: dict[str, Any] = field(default_factory=_dense)
-    cpt_steps: int = 40
-    cpt_seq_len: int = 1024
-    sft_steps: int = 160
+    round0_difficulties: tuple[int, ...] = (1,)
+    round_difficulties: tuple[int, ...] = (1, 2)  # rounds >= 1: what the policy is sampled on
+    heldout_difficulties: tuple[int, ...] = (1,)
+    round0_problems: int = 300  # per difficulty
+    heldout_problems: int = 30  # per difficulty, spread over the families
+    heldout_seed: int = 90_001
+    rounds: int = 1  # self-distillation rounds after round 0
+    round_problems: int = 60  # per difficulty and round
+    round_samples: int = 4  # K programs per problem
+    round_temperature: float = 0.7
+    zero_shot: bool = True  # evaluate the initial checkpoint before any training
+    benchmarks: tuple[str, ...] = ("nl4opt", "mamo_easylp")  # transfer Pass@1 of every model (../shared/benchmarks)
+    bench_limit: int = 40  # first N items of each; 0 = all
+    # Training (full fine-tuning; the issue's quick experiment: lr 1.5e-4 cosine, batch 4, loss on the program).
+    sft_steps: int = 72  # 288 examples at batch 4
+    retrain_steps: int = 24
     sft_seq_len: int = 1024
     batch_rows: int = 4
-    lr_cpt: float = 3e-3
-    lr_sft: float = 3e-3
-    eval_every: int = 40
+    lr_sft: float = 1.5e-4
+    lr_retrain: float = 7.5e-5
+    eval_every: int = 0
     val_rows: int = 4
-    flywheel_rounds: int = 1
-    round_problems: int = 12
-    round_samples: int = 2
-    round_temperature: float = 0.7
-    retrain_steps: int = 20
-    max_tokens: int = 900  # the longest reference program of these families is ~700 tokens
-    batch_generate: int = 8
-    copy_probe: int = 6  # held-out questions generated from each intermediate SFT checkpoint (copy-rate curve)
-    ablation_sizes: tuple[int, ...] = (30, 60, 120)
-    ablation_steps: int = 10
-    ablation_eval: int = 6  # held-out problems each (a) model writes programs for
-    bench_limit: int = 5
+    max_tokens: int = 600  # compact programs of these families are < ~450 SmolLM2 tokens
+    batch_generate: int = 30
     workers: int = 2
-    # torch threads per process. Measured on the shared 2-core machine at load ~15: one forward+backward of the
-    # demo MoE on 2 x 512 tokens took 38-58 s with 2 threads (OpenMP threads spinning against other processes) and
-    # 2.7 s with 1 thread.
-    threads: int = 1
-    parallel: int = 2  # independent training runs at once (2 cores)
+    threads: int = 2
+    parallel: int = 2  # independent training runs at once (bench/flywheel_claims.py)
+    # From-scratch sizes only.
+    arch: str = "qwen3_tiny"
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+    tokenizer_vocab: int = 2048
 
 
 SIZES: dict[str, DemoSize] = {
-    "full": DemoSize(name="full"),
-    "smoke": DemoSize(
-        name="smoke", families=("transportation", "diet"), round0_problems=6, heldout_problems=2, tokenizer_vocab=400,
-        model_overrides={}, cpt_steps=2, cpt_seq_len=512, sft_steps=2, sft_seq_len=1536, val_rows=2, batch_rows=2,
-        eval_every=1, round_problems=2, round_samples=1, retrain_steps=1, max_tokens=24, batch_generate=4,
-        copy_probe=2, ablation_sizes=(2, 4), ablation_steps=1, ablation_eval=1, bench_limit=2,
-    ),
+    "speedrun": DemoSize(name="speedrun"),
+    "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
+                     heldout_difficulties=(1, 2, 3), bench_limit=0, round0_problems=400, heldout_problems=32, rounds=2,
+                     round_problems=48, sft_steps=150, retrain_steps=50, max_tokens=1200, batch_generate=16),
+    "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
+                        retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
+                        round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
+                        bench_limit=5),
+    "smoke": DemoSize(name="smoke", families=("transportation", "diet"), init="", round0_problems=4,
+                      heldout_problems=2, rounds=2, round_problems=2, round_samples=2, round_difficulties=(2,),
+                      sft_steps=2, retrain_steps=1, sft_seq_len=1536, batch_rows=2, val_rows=2, lr_sft=3e-3,
+                      lr_retrain=3e-3, max_tokens=24, batch_generate=4, threads=1, tokenizer_vocab=400,
+                      zero_shot=True, benchmarks=()),
 }

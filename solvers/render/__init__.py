@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from solvers.errors import unknown_name
 from solvers.ir import Model
-from solvers.render.base import RENDERERS, Renderer, register
+from solvers.render.base import RENDERERS, STYLES, Renderer, register
 
 APIS: tuple[str, ...] = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
 
 
-def render(model: Model, api: str, question: str | None = None) -> str:
-    """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API.
+def render(model: Model, api: str, question: str | None = None, style: str = "compact") -> str:
+    """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API or style.
 
     With the problem's ``question``, the data block lists the numbers in the order the question states them
-    (``solvers.render.order``): the same program, easier to write by copying from the question.
+    (``solvers.render.order``): the same program, easier to write by copying from the question. ``style``:
+    "compact" (default: no comments or blank lines, a one-line report; what SFT data and the demo train on) or
+    "verbose" (commented sections, a report branch per status and the nonzero variables; for reading).
     """
-    return _renderer(api).render(model, question)
+    if style not in STYLES:
+        raise unknown_name("render style", style, list(STYLES))
+    renderer = _renderer(api)
+    renderer.style = style
+    return renderer.render(model, question)
 
 
 def supports(model: Model, api: str) -> bool:
@@ -44,4 +50,4 @@ def _renderer(api: str) -> Renderer:
     return RENDERERS[api]()
 
 
-__all__ = ["APIS", "RENDERERS", "Renderer", "register", "render", "supports"]
+__all__ = ["APIS", "RENDERERS", "STYLES", "Renderer", "register", "render", "supports"]

@@ -8,7 +8,9 @@ their API writes each part; ``plan`` has already decided names, loops and templa
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -37,13 +39,27 @@ def register(cls: type[Renderer]) -> type[Renderer]:
     return cls
 
 
+STYLES: tuple[str, ...] = ("compact", "verbose")
+
+
 class Renderer(Dialect, ABC):
     api: ClassVar[str]
     infinity: ClassVar[str] = "None"
     neg_infinity: ClassVar[str] = "None"
+    style: str = "compact"
 
     def render(self, model: Model, question: str | None = None) -> str:
-        """The program of ``model``; with ``question``, its data block follows the question's order of numbers."""
+        """The program of ``model``; with ``question``, its data block follows the question's order of numbers.
+
+        ``style`` "verbose" writes a header, a comment per section, group and datum, and a status report with one
+        branch per outcome plus the nonzero variables; "compact" (the default) is the same model code without any
+        comment or blank line and a one-line report: what an expert writes, and about half the tokens
+        (``bench/program_tokens.py``).
+        """
+        program = self._verbose(model, question)
+        return _compact(program, self.report_lines(self.p)) if self.style == "compact" else program
+
+    def _verbose(self, model: Model, question: str | None) -> str:
         self.check(model)
         p = plan(model)
         self.p = p
@@ -71,7 +87,7 @@ class Renderer(Dialect, ABC):
         if p.objective.description:
             lines.append(f"# {p.objective.sense.value} {p.objective.description}")
         lines += self.objective(p.objective)
-        lines += ["", "# ---- solve and report ----", *self.solve_lines(p)]
+        lines += ["", SOLVE_MARK, *self.solve_lines(p)]
         return "\n".join(lines) + "\n"
 
     def check(self, model: Model) -> None:
@@ -101,6 +117,10 @@ class Renderer(Dialect, ABC):
 
     @abstractmethod
     def solve_lines(self, p: Plan) -> list[str]: ...
+
+    @abstractmethod
+    def report_lines(self, p: Plan) -> list[str]:
+        """The compact style's solve call and one-line report (the verbose report's last section replaced)."""
 
     # ---- shared helpers ----------------------------------------------------------------------------
 
@@ -132,6 +152,27 @@ class Renderer(Dialect, ABC):
     @staticmethod
     def vtype_of(g: VarGroupPlan) -> VarType:
         return g.vtype
+
+
+SOLVE_MARK = "# ---- solve and report ----"
+
+
+def _compact(program: str, report: list[str]) -> str:
+    """``program`` without comments and blank lines, its solve-and-report section replaced by ``report``.
+
+    Comments are found with ``tokenize`` (a ``#`` inside a string literal, e.g. a product named "No. #3", stays).
+    """
+    head = program.split(SOLVE_MARK)[0] + "\n".join(report) + "\n"
+    drop: dict[int, int] = {}  # line number (1-based) -> column where its comment starts
+    for tok in tokenize.generate_tokens(io.StringIO(head).readline):
+        if tok.type == tokenize.COMMENT:
+            drop[tok.start[0]] = tok.start[1]
+    lines = []
+    for n, line in enumerate(head.split("\n"), 1):
+        line = line[: drop[n]].rstrip() if n in drop else line.rstrip()
+        if line:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def index_args(g: VarGroupPlan) -> str:

@@ -89,3 +89,8 @@ class CoptpyRenderer(Renderer):
             "else:",
             '    print("Solver stopped with status", model.status)',
         ]
+
+    def report_lines(self, p: Plan) -> list[str]:
+        return ["model.solve()",
+                'print(f"Optimal objective: {model.objval}" if model.status == COPT.OPTIMAL else '
+                'f"Infeasible or unbounded (status {model.status})")']

@@ -104,3 +104,8 @@ class DocplexRenderer(Renderer):
             "else:",
             '    print("Solver stopped:", status)',
         ]
+
+    def report_lines(self, p: Plan) -> list[str]:
+        return ["solution = mdl.solve()",
+                'print(f"Optimal objective: {solution.objective_value}" if solution else '
+                'f"No optimum: {mdl.solve_details.status}")']

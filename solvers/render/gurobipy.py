@@ -78,3 +78,8 @@ class GurobipyRenderer(Renderer):
             "else:",
             '    print("Solver stopped with status", m.Status)',
         ]
+
+    def report_lines(self, p: Plan) -> list[str]:
+        return ["m.optimize()",
+                'print(f"Optimal objective: {m.ObjVal}" if m.Status == GRB.OPTIMAL else '
+                'f"Infeasible or unbounded (status {m.Status})")']

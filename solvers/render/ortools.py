@@ -148,3 +148,13 @@ class OrtoolsRenderer(Renderer):
             "else:",
             '    print("Solver stopped with status", status)',
         ]
+
+    def report_lines(self, p: Plan) -> list[str]:
+        if self.backend == "cp-sat":
+            return ["solver = cp_model.CpSolver()", "status = solver.Solve(model)",
+                    'print(f"Optimal objective: {solver.ObjectiveValue()}" if status == cp_model.OPTIMAL else '
+                    'f"No optimum: {solver.StatusName(status)}")']
+        solve = self.solve_lines(p)
+        return [*solve[: solve.index("")],
+                'print(f"Optimal objective: {solver.Objective().Value()}" if status == pywraplp.Solver.OPTIMAL '
+                'else f"Infeasible or unbounded (status {status})")']

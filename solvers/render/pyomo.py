@@ -179,3 +179,15 @@ class PyomoRenderer(Renderer):
             "else:",
             '    print("Solver stopped:", condition)',
         ]
+
+    def report_lines(self, p: Plan) -> list[str]:
+        solve = self.solve_lines(p)
+        solver = solve[: solve.index("results = solver.solve(model, load_solutions=False)")]
+        return [*solver,
+                "results = solver.solve(model, load_solutions=False)",
+                "condition = results.solver.termination_condition",
+                "if condition == pyo.TerminationCondition.optimal:",
+                "    model.solutions.load_from(results)",
+                '    print("Optimal objective:", pyo.value(model.obj))',
+                "else:",
+                '    print("No optimum:", condition)']

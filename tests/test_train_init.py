@@ -1,0 +1,109 @@
+"""``flywheel train --init DIR``: full and LoRA fine-tuning of a pretrained-style checkpoint (a tiny Llama saved
+here), the checkpoint's own chat template for the loss mask, the dtype probe, TensorBoard events and model cards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_models import write_tiny_llama
+from transformers import AutoModelForCausalLM
+
+from flywheel.curation.synthetic import write_problem_shards
+from training.card import read_card, record_eval
+from training.config import load_recipe
+from training.data import chat_spans
+from training.trainer import Trainer
+
+SMOL_TEMPLATE = (  # SmolLM2's template shape: a default system turn when the conversation has none
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are helpful.<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("init")
+    _, sft = write_problem_shards(base / "shards", n_train=24, n_val=6, seed=5)
+    return {"sft": sft, "init": write_tiny_llama(base / "tiny-llama")}
+
+
+def _trainer(setup, out: Path, lr: float = 3e-3, **lora) -> Trainer:
+    over = {"model.path": str(setup["init"]), "data.sources": [{"path": str(setup["sft"]), "name": "sft"}],
+            "train.steps": 6, "train.batch_rows": 4, "train.micro_batch": 4, "train.warmup_steps": 1,
+            "train.eval_every": 0, "train.lr": lr, "data.seq_len": 512, "data.val_rows": 4}
+    over.update({f"lora.{k}": v for k, v in lora.items()})
+    return Trainer(load_recipe("sft", over), out, quiet=True)
+
+
+def test_foreign_chat_template_masks_assistant_only() -> None:
+    from tiny_models import tiny_llama
+
+    _, tok = tiny_llama()
+    tok.chat_template = SMOL_TEMPLATE
+    messages = [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A1"},
+                {"role": "user", "content": "again"}, {"role": "assistant", "content": "A2"}]
+    text, spans = chat_spans(messages, tok)
+    assert text.startswith("<|im_start|>system\nYou are helpful.")
+    assert [text[a:b] for a, b in spans] == ["A1<|im_end|>", "A2<|im_end|>"]
+
+
+@pytest.mark.parametrize("r", [0, 8])
+def test_finetune_from_checkpoint(setup, tmp_path: Path, r: int) -> None:
+    # LoRA trains few parameters from a zero B: it needs the larger learning rate LoRA recipes use.
+    trainer = _trainer(setup, tmp_path / f"run-{r}", lr=2e-2 if r else 3e-3, r=r, alpha=16.0)
+    before = trainer.evaluate()["val_loss/sft"]
+    history = trainer.train()
+    path = trainer.finish()
+    after = trainer.evaluate()["val_loss/sft"]
+    # 6 steps on 24 templated answers: held-out answer loss drops by far more than step noise (~0.05).
+    assert after < before - (0.2 if r else 0.3), (before, after)
+    assert trainer.dtype in ("fp32", "bf16") and trainer.dtype_probe["fp32_gflops"] > 0
+    assert history[0]["dtype_probe"]["chosen"] == trainer.dtype
+    merged = AutoModelForCausalLM.from_pretrained(path).eval()
+    ids = torch.tensor([[3, 17, 40, 41, 99, 120, 7]])
+    with torch.no_grad():
+        got = merged(ids).logits
+        if r:
+            from peft import PeftModel
+
+            assert (path / "adapter" / "adapter_config.json").is_file()
+            base = AutoModelForCausalLM.from_pretrained(setup["init"])
+            want = PeftModel.from_pretrained(base, str(path / "adapter")).eval()(ids).logits
+            # Merged W + BA vs base + adapter: the same sums in another order; fp32 rounding over 2 layers of width
+            # 64 stays below 1e-4 of logits of size ~1.
+            assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+            assert trainer.dtype_probe and 0 < _trainable(trainer) < 0.5 * _total(trainer)
+        else:
+            want = trainer.model.eval()(ids).logits
+            assert torch.allclose(got, want, atol=1e-6)  # a save/load round trip of fp32 weights: exact up to 1e-6
+    # TensorBoard: the scalars of every step, read back with tensorboard's own reader.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / f"run-{r}" / "tensorboard"))
+    acc.Reload()
+    assert {"loss", "lr", "tokens_per_s", "val_loss/sft"} <= set(acc.Tags()["scalars"])
+    assert [e.step for e in acc.Scalars("loss")] == list(range(1, 7))
+    assert acc.Scalars("loss")[-1].value == pytest.approx(history[-1]["loss"], rel=1e-6)
+    # The model card: lineage back to the base checkpoint, the shard and its manifest, recipe and metrics.
+    fw = read_card(path)["flywheel"]
+    assert fw["base"]["path"] == str(setup["init"].resolve())
+    assert fw["data"][0]["path"] == str(setup["sft"]) and fw["data"][0]["manifest"]
+    assert fw["recipe"]["kind"] == "sft" and (fw["recipe"].get("lora", {}).get("r") == r if r else True)
+    assert fw["metrics"]["step"] == 6
+    record_eval(path, {"benchmark": "held-out", "items": 3, "pass_at_1_strict": 0.5, "settings": "greedy"})
+    record_eval(path, {"benchmark": "held-out", "items": 3, "pass_at_1_strict": 0.75, "settings": "greedy"})
+    evals = read_card(path)["flywheel"]["eval"]
+    assert len(evals) == 1 and evals[0]["pass_at_1_strict"] == 0.75  # the same evaluation replaces its entry
+    assert "| held-out | 3 | 0.75 |" in (path / "README.md").read_text()
+    trainer.balancer.remove()
+
+
+def _trainable(t: Trainer) -> int:
+    return sum(p.numel() for p in t.model.parameters() if p.requires_grad)
+
+
+def _total(t: Trainer) -> int:
+    return sum(p.numel() for p in t.model.parameters())
