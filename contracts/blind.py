@@ -1,4 +1,4 @@
-"""Repairs run where the answer does not exist: a warm pool of *spawned* processes (not forked, so nothing of the
+"""Repairs run where the answer does not exist: a warm child interpreter (``python -m contracts.blind``; not forked, so nothing of the
 parent's memory, and no ``Sample`` with its ground truth, is copied in) receives each sample's ``BlindSample`` as
 JSON plus the repair functions (cloudpickle, by value for functions no child can import: test locals, user contract
 files) and returns each repair's ``Repair`` as JSON. Frame walks (``sys._getframe``), ``gc.get_objects()`` and
@@ -7,44 +7,79 @@ files) and returns each repair's ``Repair`` as JSON. Frame walks (``sys._getfram
 Why repairs and not checks: a repair rewrites the program that is stored and trained on, so reading the answer
 would leak it into the data; a check only returns a verdict, and the answer checks need the ground truth.
 
-Cost: one pool per parent process, started on first use and kept warm (``shutdown()`` ends it); one task per chunk
-of samples per round, each task running the whole repair chain of its samples in order.
+Cost: one child per parent process, started on first use and kept warm (``shutdown()`` ends it); one message per
+chunk of samples per round, each task running the whole repair chain of its samples in order.
 """
 
 from __future__ import annotations
 
 import atexit
-import multiprocessing
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import cloudpickle
 
 from contracts.api import Contract, Repair
 from contracts.sample import BlindSample
+from solvers.errors import FlywheelError
 
 # (Repair as JSON or None, seconds, error text or None), one per repair, in order.
 RepairOutcome = tuple[str | None, float, str | None]
 
-_POOL: ProcessPoolExecutor | None = None
-WORKERS = 2  # this machine has 2 cores; repairs are cheap text rewrites
-CHUNK = 64  # samples per task: amortises the pickled functions and the round trip
+CHUNK = 64  # samples per message: amortises the pickled functions and the round trip
 
 
-def _pool() -> ProcessPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"))
-    return _POOL
+class _Worker:
+    """One warm ``python -m contracts.blind`` child (a fresh interpreter: no fork of the parent's memory, and no
+    re-import of the caller's ``__main__`` as multiprocessing's spawn would do), length-prefixed pickles over its
+    stdin/stdout; a lock serialises callers on threads."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "contracts.blind"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE)
+        self.lock = threading.Lock()
+
+    def call(self, payload: bytes) -> bytes:
+        with self.lock:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(struct.pack("<Q", len(payload)) + payload)
+            self.proc.stdin.flush()
+            head = self.proc.stdout.read(8)
+            if len(head) < 8:
+                raise FlywheelError("the blind repair process died", culprit="contracts.blind worker")
+            (n,) = struct.unpack("<Q", head)
+            return self.proc.stdout.read(n)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+_WORKER: _Worker | None = None
+_START = threading.Lock()
+
+
+def _worker() -> _Worker:
+    global _WORKER
+    with _START:
+        if _WORKER is None or _WORKER.proc.poll() is not None:
+            _WORKER = _Worker()
+        return _WORKER
 
 
 def shutdown() -> None:
-    global _POOL
-    if _POOL is not None:
-        _POOL.shutdown(wait=True, cancel_futures=True)
-        _POOL = None
+    global _WORKER
+    if _WORKER is not None:
+        _WORKER.close()
+        _WORKER = None
 
 
 atexit.register(shutdown)
@@ -96,10 +131,30 @@ def run_repairs(repairs: Sequence[Contract], blinds: Sequence[BlindSample]) -> l
     blob = _pack(repairs)
     raws = [b.model_dump_json() for b in blinds]
     chunks = [raws[i:i + CHUNK] for i in range(0, len(raws), CHUNK)]
-    pool = _pool()
+    w = _worker()
     results: list[list[RepairOutcome]] = []
-    for part in pool.map(_run_chain, [blob] * len(chunks), chunks):
-        results.extend(part)
+    for part in chunks:
+        results.extend(pickle.loads(w.call(pickle.dumps((blob, part)))))
     return [[(Repair.model_validate_json(r) if r else None, s, e) for r, s, e in rows] for rows in results]
 
 
+
+
+def _serve() -> None:
+    """The child's loop: read (functions, blind samples), answer the outcomes; prints from repairs go to stderr."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    inp = sys.stdin.buffer
+    while True:
+        head = inp.read(8)
+        if len(head) < 8:
+            return
+        (n,) = struct.unpack("<Q", head)
+        blob, raws = pickle.loads(inp.read(n))
+        reply = pickle.dumps(_run_chain(blob, raws))
+        out.write(struct.pack("<Q", len(reply)) + reply)
+        out.flush()
+
+
+if __name__ == "__main__":
+    _serve()
