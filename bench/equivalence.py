@@ -208,6 +208,69 @@ DIFFERENT: dict[str, Transform] = {
 }
 
 
+# ---- held-out perturbations: the bench's pairs, never used by the tests (tests use EQUIVALENT / DIFFERENT) -------
+
+_UNITS = [60.0, 1 / 60, 1000.0, 0.001, 2.5, 0.4]  # minutes/hours, units/thousands, and two odd factors
+
+
+def _scale_vars(m: Model, rng: np.random.Generator, skip_one: bool = False) -> Model | None:
+    """x = k x' for about half the continuous variables (not in a quadratic term). ``skip_one``: one coefficient
+    of one scaled variable is left unscaled (the near miss)."""
+    quad = {n for a, b, _ in m.objective.quadratic for n in (a, b)}
+    cont = [v.name for v in m.variables if v.vtype == VarType.CONTINUOUS and v.name not in quad]
+    if not cont:
+        return None
+    chosen = [n for n in cont if rng.random() < 0.5] or [cont[0]]
+    k = {n: float(rng.choice(_UNITS)) for n in chosen}
+    variables = [v.model_copy(update={"name": v.name + "_s", "lb": None if v.lb is None else v.lb / k[v.name],
+                                      "ub": None if v.ub is None else v.ub / k[v.name]}) if v.name in k else v
+                 for v in m.variables]
+    ren = {n: n + "_s" for n in k}
+    miss = [i for i, c in enumerate(m.constraints) if any(n in k for n, _ in c.terms)] if skip_one else []
+    target = int(rng.choice(miss)) if miss else -1
+    cons = []
+    for i, c in enumerate(m.constraints):
+        terms, skipped = [], False
+        for n, a in c.terms:
+            if n in k and i == target and not skipped:
+                terms.append((ren[n], a))  # the unit conversion forgotten in one place
+                skipped = True
+            else:
+                terms.append((ren.get(n, n), a * k.get(n, 1.0)))
+        cons.append(c.model_copy(update={"terms": tuple(terms)}))
+    obj = m.objective.model_copy(update={"terms": tuple((ren.get(n, n), a * k.get(n, 1.0))
+                                                        for n, a in m.objective.terms)})
+    return _rebuild(m, variables=variables, constraints=cons, objective=obj)
+
+
+def scaled_variables(m: Model, rng: np.random.Generator) -> Model | None:
+    return _scale_vars(m, rng)
+
+
+def scaled_vars_rows_reordered(m: Model, rng: np.random.Generator) -> Model | None:
+    cand = _scale_vars(m, rng)
+    return None if cand is None else permuted_renamed(rescaled_rows(cand, rng), rng)
+
+
+def scaled_vars_with_slacks(m: Model, rng: np.random.Generator) -> Model | None:
+    cand = _scale_vars(m, rng)
+    return None if cand is None else slack_variables(cand, rng)
+
+
+def scaled_near_miss(m: Model, rng: np.random.Generator) -> Model | None:
+    return _scale_vars(m, rng, skip_one=True)
+
+
+HELD_OUT_EQUIVALENT: dict[str, Transform] = {
+    "scaled_variables": scaled_variables, "scaled_vars_rows_reordered": scaled_vars_rows_reordered,
+    "scaled_vars_with_slacks": scaled_vars_with_slacks,
+}
+HELD_OUT_DIFFERENT: dict[str, Transform] = {"scaled_near_miss": scaled_near_miss}
+# The label check compares variable by name, so a near miss is checked against its correctly scaled twin (the
+# same rng draws the same variables and factors before the near miss draws which row to get wrong).
+LABEL_TWIN: dict[str, Transform] = {"scaled_near_miss": scaled_variables}
+
+
 def _gurobi(m: Model, env):  # noqa: ANN001, ANN202
     import gurobipy as gp
 
@@ -325,6 +388,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--captured-seeds", type=int, default=1,
                     help="problems per family for the captured-renders check (0 skips it; it needs the sandbox)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "equivalence.json"))
+    ap.add_argument("--with-test-kinds", action="store_true",
+                    help="also draw pairs from the perturbations the tests use (by default only held-out kinds)")
     args = ap.parse_args(argv)
 
     import gurobipy as gp
@@ -337,11 +402,16 @@ def main(argv: list[str] | None = None) -> dict:
             prob = generate_problem(family, seed, difficulty=1 + seed % 3)
             if prob.ir is None:
                 continue
-            for table, truth in ((EQUIVALENT, True), (DIFFERENT, False)):
+            tables = [(HELD_OUT_EQUIVALENT, True), (HELD_OUT_DIFFERENT, False)]
+            if args.with_test_kinds:
+                tables += [(EQUIVALENT, True), (DIFFERENT, False)]
+            for table, truth in tables:
                 for name, fn in table.items():
                     rng = np.random.default_rng([seed, len(name)])
                     cand = fn(prob.ir, rng)
-                    if cand is not None and not truth and not really_different(prob.ir, cand, env):
+                    twin = (LABEL_TWIN[name](prob.ir, np.random.default_rng([seed, len(name)]))
+                            if name in LABEL_TWIN else prob.ir)
+                    if cand is not None and not truth and not really_different(twin, cand, env):
                         dropped[name] = dropped.get(name, 0) + 1
                         continue
                     if cand is not None:
@@ -361,9 +431,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     full = "layered (exact+wl+semantic)"
     layer_counts: dict[str, int] = {}
-    for _, _, _, ref, cand in cases:
-        layer = compare_models(ref, cand).layer
-        layer_counts[layer] = layer_counts.get(layer, 0) + 1
+    by_layer: dict[str, dict[str, int]] = {}  # transform -> "layer:verdict" -> count (what each layer decides)
+    for _, name, _, ref, cand in cases:
+        res = compare_models(ref, cand)
+        layer_counts[res.layer] = layer_counts.get(res.layer, 0) + 1
+        key = f"{res.layer}:{'equivalent' if res.equivalent else 'different'}"
+        by_layer.setdefault(name, {})[key] = by_layer.setdefault(name, {}).get(key, 0) + 1
 
     print(f"{len(cases)} pairs over families {family_names()}  (timings distorted by a shared 2-core machine)")
     print(f"{'method':32s} {'precision':>9s} {'recall':>7s} {'tp':>4s} {'fp':>4s} {'fn':>4s} {'tn':>4s} {'median ms':>10s}")
@@ -375,6 +448,8 @@ def main(argv: list[str] | None = None) -> dict:
         truth = "equivalent" if pairs[0][1] else "different"
         print(f"  {name:24s} {truth:10s} {sum(p for p, _ in pairs) / len(pairs):.3f}  (n={len(pairs)})")
     print(f"\ndeciding layer counts: {layer_counts}")
+    for name, counts in by_layer.items():
+        print(f"  {name:28s} {counts}")
     print(f"'different' perturbations dropped because they change nothing (checked with Gurobi): {dropped}")
 
     captured = captured_renders(args.captured_seeds) if args.captured_seeds else None
@@ -389,6 +464,9 @@ def main(argv: list[str] | None = None) -> dict:
         "per_transform": {n: {"truth_equivalent": p[0][1], "predicted_equivalent_rate": sum(x for x, _ in p) / len(p),
                               "n": len(p)} for n, p in per_transform[full].items()},
         "deciding_layer": layer_counts,
+        "deciding_layer_per_transform": by_layer,
+        "held_out_kinds": [*HELD_OUT_EQUIVALENT, *HELD_OUT_DIFFERENT],
+        "with_test_kinds": args.with_test_kinds,
         "dropped_no_change_perturbations": dropped,
         "captured_renders": captured,
         "targets": {"precision": 0.95, "recall": 0.9},

@@ -1,6 +1,7 @@
 """The engine: run a suite over samples, record one verdict row per sample x contract.
 
-Order within a sample: answer-blind repairs first, then before-execution checks cheapest first, then (once the
+Order within a sample: answer-blind repairs first (run in a spawned process that receives only the
+``BlindSample``, batched over the round), then before-execution checks cheapest first, then (once the
 sandbox has run the possibly repaired program) after-execution checks cheapest first. The first failing
 ``reject`` contract short-circuits the rest, which are recorded as ``skip`` rows naming it. A contract that raises
 becomes a ``contract_error`` row and the run goes on; it never rejects a sample on its own, so one broken user
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.api import Contract, Outcome, Repair, Severity, Stage, Verdict
+from contracts.blind import run_repairs
 from contracts.sample import Sample, with_code
 from contracts.suites import Suite
 from contracts.verdicts import DisputeRow, RepairRecord, VerdictRow, evidence_json, verdict_id
@@ -119,7 +121,17 @@ def run_suite(
     results = [SampleResult(sample=s) for s in samples]
     ctx = _Ctx(suite.name, round)
 
-    _map(lambda r: _run_stage(r, before, ctx), results, workers, progress)
+    repairs = [c for c in before if c.severity == Severity.REPAIR]
+    if repairs and results:  # one batch per round, in a process that never holds the answer (contracts.blind)
+        outcomes = run_repairs(repairs, [r.sample.blind() for r in results])
+        for r, rows in zip(results, outcomes, strict=True):
+            for c, (out, seconds, error) in zip(repairs, rows, strict=True):
+                if error is not None:
+                    _record(r, c, Verdict(outcome=Outcome.CONTRACT_ERROR, message=error), seconds, ctx)
+                else:
+                    _apply_repair(r, c, out, seconds, ctx)
+    checks = [c for c in before if c.severity != Severity.REPAIR]
+    _map(lambda r: _run_stage(r, checks, ctx), results, workers, progress)
 
     needs_run = [r for r in results if r.status != REJECTED and after and r.sample.execution is None]
     if needs_run:
@@ -133,8 +145,12 @@ def run_suite(
 
 
 def run_contract(c: Contract, sample: Sample) -> tuple[Verdict | Repair | None, float, str | None]:
-    """Call one contract; returns (result, seconds, error text). Repairs get the answer-blind view."""
-    arg: Any = sample.blind() if c.severity == Severity.REPAIR else sample
+    """Call one contract; returns (result, seconds, error text). Repairs get the answer-blind view, in a process
+    where the full sample does not exist (``contracts.blind``)."""
+    if c.severity == Severity.REPAIR:
+        ((out, seconds, error),) = run_repairs([c], [sample.blind()])[0]
+        return out, seconds, error
+    arg: Any = sample
     start = time.perf_counter()
     try:
         out = c(arg)

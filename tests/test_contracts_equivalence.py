@@ -89,3 +89,49 @@ def _env():  # noqa: ANN202
     if not _ENV:
         _ENV.append(gp.Env(params={"OutputFlag": 0, "MIPGap": 1e-9, "Threads": 1}))
     return _ENV[0]
+
+
+def _scaled(ir, k: float, name: str, constraint_k: float = 1.0, forget_row: int | None = None):  # noqa: ANN001, ANN202
+    """x = k x' for one continuous variable, every row multiplied by ``constraint_k``; ``forget_row``: that row
+    keeps x's old coefficient (a unit conversion forgotten in one place)."""
+    variables = [v.model_copy(update={"lb": None if v.lb is None else v.lb / k,
+                                      "ub": None if v.ub is None else v.ub / k}) if v.name == name else v
+                 for v in ir.variables]
+    cons = []
+    for i, c in enumerate(ir.constraints):
+        terms = tuple((n, a * (1.0 if (n == name and i == forget_row) else (k if n == name else 1.0)) * constraint_k)
+                      for n, a in c.terms)
+        cons.append(c.model_copy(update={"terms": terms, "rhs": c.rhs * constraint_k}))
+    obj = ir.objective.model_copy(update={"terms": tuple((n, a * (k if n == name else 1.0))
+                                                          for n, a in ir.objective.terms)})
+    return ir.model_copy(update={"variables": tuple(variables), "constraints": tuple(cons), "objective": obj})
+
+
+@pytest.mark.parametrize(("k", "constraint_k"), [(60.0, 1.0), (1 / 1000, 1.0), (60.0, 7.0), (1.0, 0.001)])
+def test_scaled_variables_and_constraints_are_equivalent_and_a_near_miss_is_not(k: float,
+                                                                                constraint_k: float) -> None:
+    """Hours vs minutes (x = 60 x'), units vs thousands, and every row rescaled: the exact layer still matches
+    (continuous columns are rescaled in canonicalisation); forgetting the conversion in one row does not."""
+    from solvers.ir import VarType
+
+    ir = generate_problem("production_planning", 5, difficulty=2).ir
+    used = [n for c in ir.constraints for n, _ in c.terms]
+    name = next(v.name for v in ir.variables if v.vtype == VarType.CONTINUOUS and used.count(v.name) >= 2)
+    res = compare_models(ir, _scaled(ir, k, name, constraint_k).to_mps())
+    assert res.equivalent and res.layer == "exact", res.reason
+    row = next(i for i, c in enumerate(ir.constraints) if name in dict(c.terms) and len(c.terms) >= 2)
+    if k != 1.0:
+        miss = compare_models(ir, _scaled(ir, k, name, constraint_k, forget_row=row).to_mps())
+        assert not miss.equivalent, miss.reason
+
+
+def test_integer_variables_are_not_rescaled() -> None:
+    """x = 2 x' for an integer x changes the model (x' integer means x even): judged different."""
+    from solvers.ir import VarType
+
+    ir = generate_problem("multi_knapsack", 2, difficulty=2).ir
+    v = next(v for v in ir.variables if v.vtype != VarType.CONTINUOUS)
+    cand = _scaled(ir, 2.0, v.name)
+    cand = cand.model_copy(update={"variables": tuple(
+        x.model_copy(update={"vtype": VarType.INTEGER}) if x.name == v.name else x for x in cand.variables)})
+    assert not compare_models(ir, cand.to_mps()).equivalent

@@ -44,7 +44,8 @@ def compare_models(reference: ModelLike, candidate: ModelLike, *, candidate_sens
                    layers: tuple[str, ...] = ("exact", "wl", "semantic")) -> EquivalenceResult:
     """Decide equivalence; ``layers`` restricts which layers may decide (the bench measures each alone)."""
     t0 = time.perf_counter()
-    ref, cand = canonicalize(to_std(reference)), canonicalize(to_std(candidate, candidate_sense))
+    ref_std, cand_std = to_std(reference), to_std(candidate, candidate_sense)
+    ref, cand = canonicalize(ref_std), canonicalize(cand_std)
     ev: dict[str, Any] = {"ref_size": [ref.model.n_vars, ref.model.n_rows],
                           "cand_size": [cand.model.n_vars, cand.model.n_rows]}
     if "exact" in layers:
@@ -58,7 +59,9 @@ def compare_models(reference: ModelLike, candidate: ModelLike, *, candidate_sens
         if wa == wb:
             return _done(True, "wl", "Weisfeiler-Lehman hashes are equal", ev, t0)
     if "semantic" in layers:
-        sem = semantic_equivalent(ref, cand)
+        # in the programs' own units: the semantic layer maps solutions across by variable name
+        sem = semantic_equivalent(canonicalize(ref_std, scale_columns=False),
+                                  canonicalize(cand_std, scale_columns=False))
         ev.update(sem.evidence)
         return _done(sem.equivalent, "semantic", sem.reason, ev, t0)
     return _done(False, layers[-1] if layers else "none", "no enabled layer found them equal", ev, t0)

@@ -1,6 +1,7 @@
 """Layers 1 and 2: a canonical form of a model, its exact hash, and a Weisfeiler-Lehman hash.
 
-Canonicalisation removes what a modeller may legitimately vary: objective sense (max f == min -f), the direction
+Canonicalisation removes what a modeller may legitimately vary: objective sense (max f == min -f), the units of
+continuous variables (x = k x', see ``_scale_columns``), the direction
 and scale of rows (rows become ranges divided by their largest |coefficient|), equalities written as two
 inequalities (parallel rows merge by intersecting their ranges), one-variable rows (they become bounds), slack and
 surplus columns (a continuous, cost-free column in a single row widens that row's range instead) and integer
@@ -44,7 +45,9 @@ class Canonical:
     infeasible: bool = False  # presolve proved infeasibility (an empty row whose range excludes 0, crossed bounds)
 
 
-def canonicalize(src: StdModel) -> Canonical:
+def canonicalize(src: StdModel, scale_columns: bool = True) -> Canonical:
+    """``scale_columns=False`` keeps the columns in the program's own units (the semantic layer maps solutions
+    between the two models by variable, so both must be in their original units)."""
     m = src.copy()
     if m.maximize:
         m.obj = {j: -c for j, c in m.obj.items()}
@@ -62,9 +65,63 @@ def canonicalize(src: StdModel) -> Canonical:
         if not changed:
             break
     _drop_unused_columns(m)
+    if scale_columns:
+        _scale_columns(m)
     _orient_rows(m)
     infeasible |= any(lo > hi + 1e-9 * (1 + abs(hi)) for lo, hi in zip(m.lb, m.ub, strict=True))
     return Canonical(m, infeasible)
+
+
+def _scale_columns(m: StdModel) -> None:
+    """Undo a diagonal rescaling of continuous columns and of rows (x = k x', hours vs minutes).
+
+    Least squares on the logs of the nonzeros: find row factors r_i and column factors c_j minimising
+    sum (log|a_ij| + r_i - c_j)^2 + sum_j (log|cost_j| - c_j)^2, where integer columns and columns in a quadratic
+    term keep c_j = 0 (x = k x' is not an equivalence for an integer x unless k = +-1) and the objective keeps its
+    scale (its value is compared). The residuals are what is left of D1 A D2 for any positive diagonal D1, D2, so
+    two models that differ only by such a scaling get the same scaled matrix (up to float error, absorbed by the
+    9-digit labels). Column j is then replaced by x'_j = x_j e^{c_j} (coefficients / e^{c_j}, bounds * e^{c_j}).
+    Every step is an exact reformulation, so an equal hash still means an equivalent model (precision is kept).
+    """
+    import numpy as np
+
+    in_quad = {j for k in m.quad for j in k}
+    free = [j for j in range(m.n_vars) if not m.integer[j] and j not in in_quad]
+    if not free or not m.rows:
+        return
+    col_of = {j: k for k, j in enumerate(free)}
+    n_r, n_c = m.n_rows, len(free)
+    eqs: list[tuple[int, int, float]] = []  # (row or -1, column or -1, log|a|)
+    for i, row in enumerate(m.rows):
+        for j, a in row.items():
+            eqs.append((i, col_of.get(j, -1), math.log(abs(a))))
+    for j, c in m.obj.items():
+        if j in col_of:
+            eqs.append((-1, col_of[j], math.log(abs(c))))
+    a_mat = np.zeros((len(eqs) + 1, n_r + n_c))
+    b = np.zeros(len(eqs) + 1)
+    for e, (i, k, la) in enumerate(eqs):
+        if i >= 0:
+            a_mat[e, i] = 1.0
+        if k >= 0:
+            a_mat[e, n_r + k] = -1.0
+        b[e] = -la
+    # components touching neither the objective nor an integer column have a free common factor; a tiny ridge
+    # term picks one deterministically (a function of the scaled model only up to that factor: sound, maybe a miss)
+    sol = np.linalg.lstsq(np.vstack([a_mat[:-1], 1e-6 * np.eye(n_r + n_c)]),
+                          np.concatenate([b[:-1], np.zeros(n_r + n_c)]), rcond=None)[0]
+    colf = np.exp(sol[n_r:])
+    for k, j in enumerate(free):
+        f = float(colf[k])
+        if abs(f - 1.0) < 1e-12:
+            continue
+        for row in m.rows:
+            if j in row:
+                row[j] /= f
+        if j in m.obj:
+            m.obj[j] /= f
+        m.lb[j] *= f
+        m.ub[j] *= f
 
 
 def _int_bounds(lo: float, hi: float) -> tuple[float, float]:
