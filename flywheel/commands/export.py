@@ -94,6 +94,16 @@ def register(app: typer.Typer) -> None:
                                                  "pass_rate", "objective_match_rate", "exec_ok_rate", "median_wall_s",
                                                  "median_solve_s")))
         console.print(rates)
+        measured = Table("policy", "level", "samples", "pass", "mean knob", "mean score", "techniques",
+                         title="pass rates by measured difficulty")
+        for r in data["by_measured_level"]:
+            measured.add_row(*(_fmt(r[k]) for k in ("policy", "measured_level", "samples", "pass_rate", "mean_knob",
+                                                    "mean_measured", "mean_techniques")))
+        console.print(measured)
+        techniques = Table("policy", "technique", "samples", "pass", title="pass rates by modelling technique")
+        for r in data["by_technique"]:
+            techniques.add_row(*(_fmt(r[k]) for k in ("policy", "technique", "samples", "pass_rate")))
+        console.print(techniques)
         failures = Table("family", "reason", "count", "share of family", title="failure taxonomy")
         for r in data["failures"]:
             failures.add_row(r["family"], r["reason"], str(r["count"]), _fmt(r["share_of_family"]))
