@@ -37,13 +37,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 def _register_all() -> None:
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"flywheel.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command module not written yet must not break the others
-            if exc.name == f"flywheel.commands.{name}":
-                continue
-            raise
-        module.register(app)
+        importlib.import_module(f"flywheel.commands.{name}").register(app)
 
 
 _register_all()

@@ -29,161 +29,167 @@ def _load_files(files: list[Path] | None) -> None:
         load_contract_file(f)
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Contracts: list, run over stored samples, explain a sample, compare two programs.",
-                        no_args_is_help=True)
-    app.add_typer(group, name="contracts")
+app = typer.Typer(help="Contracts: list, run over stored samples, explain a sample, compare two programs.",
+               no_args_is_help=True)
 
-    @group.command("list")
-    def list_(
-        contracts: list[Path] = typer.Option(None, "--contracts", help="user contract file(s) to load first"),
-        fmt: str = typer.Option("table", "--format", help="table | json"),
-    ) -> None:
-        """Every registered contract (stage, severity, cost, version) and every suite."""
-        from contracts.api import REGISTRY, load_builtins
-        from contracts.suites import SUITES
 
-        _fmt(fmt)
-        load_builtins()
-        _load_files(contracts)
-        rows = [{"name": c.name, "stage": c.stage.value, "severity": c.severity.value, "cost": c.cost,
-                 "version": c.version, "params": c.params, "source": c.source, "description": c.description}
-                for c in sorted(REGISTRY.values(), key=lambda c: (c.stage != "before_execution", c.cost, c.name))]
-        suites = {name: factory().names() for name, factory in sorted(SUITES.items())}
-        if fmt == "json":
-            typer.echo(json.dumps({"contracts": rows, "suites": suites}, indent=2, default=str))
-            return
-        table = Table(title=f"{len(rows)} contracts")
-        for col in ("name", "stage", "severity", "cost", "version", "description"):
-            table.add_column(col, overflow="fold")
-        for r in rows:
-            table.add_row(r["name"], r["stage"], r["severity"], f"{r['cost']:g}", r["version"],
-                          r["description"].split(". ")[0].split(": ")[0])
-        console = Console()
-        console.print(table)
-        for name, names in suites.items():
-            console.print(f"[bold]suite {name}[/]: {', '.join(names)}")
+@app.command("list")
+def list_(
+    contracts: list[Path] = typer.Option(None, "--contracts", help="user contract file(s) to load first"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+) -> None:
+    """Every registered contract (stage, severity, cost, version) and every suite."""
+    from contracts.api import REGISTRY, load_builtins
+    from contracts.suites import SUITES
 
-    @group.command("run")
-    def run(
-        suite: str = typer.Option(..., "--suite", help="suite name, .toml suite file, or .py contract file"),
-        round_: int | None = typer.Option(None, "--round", help="only samples of this round"),
-        store: Path | None = typer.Option(None, "--store", help="store directory"),
-        contracts: list[Path] = typer.Option(None, "--contracts", help="user contract file(s) to load first"),
-        limit: int | None = typer.Option(None, "--limit", help="at most this many samples"),
-        fmt: str = typer.Option("table", "--format", help="table | json"),
-    ) -> None:
-        """Re-check stored samples with a suite; new verdicts carry the contracts' current versions."""
-        from contracts.engine import run_suite
-        from contracts.suites import load_suite
+    _fmt(fmt)
+    load_builtins()
+    _load_files(contracts)
+    rows = [{"name": c.name, "stage": c.stage.value, "severity": c.severity.value, "cost": c.cost,
+             "version": c.version, "params": c.params, "source": c.source, "description": c.description}
+            for c in sorted(REGISTRY.values(), key=lambda c: (c.stage != "before_execution", c.cost, c.name))]
+    suites = {name: factory().names() for name, factory in sorted(SUITES.items())}
+    if fmt == "json":
+        typer.echo(json.dumps({"contracts": rows, "suites": suites}, indent=2, default=str))
+        return
+    table = Table(title=f"{len(rows)} contracts")
+    for col in ("name", "stage", "severity", "cost", "version", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], r["stage"], r["severity"], f"{r['cost']:g}", r["version"],
+                      r["description"].split(". ")[0].split(": ")[0])
+    console = Console()
+    console.print(table)
+    for name, names in suites.items():
+        console.print(f"[bold]suite {name}[/]: {', '.join(names)}")
 
-        _fmt(fmt)
-        the_suite = load_suite(suite, contract_files=contracts or [])
-        st = _open_store(store)
-        with st:
-            samples, rounds = _stored_samples(st, round_, limit)
-            if not samples:
-                raise FlywheelError("no executed samples in the store" + (f" for round {round_}" if round_ is not None
-                                                                          else ""), culprit=str(st.root))
-            report = _run_with_progress(run_suite, the_suite, samples, rounds)
-            by_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
-            for r in report.results:
-                rnd = rounds[r.sample.sample_id]
-                by_round[rnd] += [{**v.model_dump(), "round": rnd} for v in r.verdicts]
-                if r.repairs:
-                    st.write("repairs", rnd, [x.model_dump() for x in r.repairs])
-                if r.disputes:
-                    st.write("disputes", rnd, [d.model_dump() for d in r.disputes])
-            for rnd, rows in by_round.items():
-                st.write("verdicts", rnd, rows)
-        summary = report.summary()
-        if fmt == "json":
-            typer.echo(json.dumps(summary, indent=2))
-            return
-        table = Table(title=f"suite {the_suite.name}: {summary['samples']} samples")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        for key in ("accepted", "accepted_without_repairs", "repaired", "rejected", "disputed", "contract_errors"):
-            table.add_row(key, str(summary[key]))
-        for name, n in sorted(summary["rejected_by"].items(), key=lambda kv: -kv[1]):
-            table.add_row(f"rejected by {name}", str(n))
-        Console().print(table)
 
-    @group.command("explain")
-    def explain(
-        sample_id: str = typer.Argument(..., help="sample (attempt) id"),
-        store: Path | None = typer.Option(None, "--store", help="store directory"),
-        fmt: str = typer.Option("table", "--format", help="table | json"),
-    ) -> None:
-        """Every verdict of one sample with its evidence, plus its repairs and disputes."""
-        _fmt(fmt)
-        with _open_store(store) as st:
-            verdicts = st.query("SELECT * FROM verdicts WHERE sample_id = $s OR attempt_id = $s "
-                                "ORDER BY suite, stage DESC, contract", {"s": sample_id}).to_pylist()
-            repairs = st.query("SELECT * FROM repairs WHERE sample_id = $s", {"s": sample_id}).to_pylist()
-            disputes = st.query("SELECT * FROM disputes WHERE sample_id = $s", {"s": sample_id}).to_pylist()
-        if not verdicts:
-            raise FlywheelError("no verdicts for this sample", culprit=f"sample {sample_id}")
-        for v in verdicts:
-            v["evidence"] = json.loads(v["evidence"] or "{}")
-        if fmt == "json":
-            typer.echo(json.dumps({"sample_id": sample_id, "verdicts": verdicts, "repairs": repairs,
-                                   "disputes": disputes}, indent=2, default=str))
-            return
-        suites = sorted({v["suite"] for v in verdicts})
-        table = Table(title=f"sample {sample_id}: {len(verdicts)} verdicts (suite {', '.join(suites)})")
-        for col in ("contract@version", "severity", "outcome", "score", "message", "evidence"):
-            table.add_column(col, overflow="fold")
-        colour = {"pass": "green", "fail": "red", "skip": "yellow", "contract_error": "magenta"}
-        for v in verdicts:
-            table.add_row(f"{v['contract']}@{v['version']}", v["severity"],
-                          f"[{colour.get(v['outcome'], 'white')}]{v['outcome']}[/]",
-                          "" if v["score"] is None else f"{v['score']:g}", v["message"],
-                          json.dumps(v["evidence"], default=str)[:300])
-        console = Console()
-        console.print(table)
-        for r in repairs:
-            console.print(f"[bold]repair[/] {r['kind']} by {r['contract']}: {r['message']}")
-        for d in disputes:
-            console.print(f"[bold]dispute[/] {d['kind']} ({d['contract']}): {d['message']}")
+@app.command("run")
+def run(
+    suite: str = typer.Option(..., "--suite", help="suite name, .toml suite file, or .py contract file"),
+    round_: int | None = typer.Option(None, "--round", help="only samples of this round"),
+    store: Path | None = typer.Option(None, "--store", help="store directory"),
+    contracts: list[Path] = typer.Option(None, "--contracts", help="user contract file(s) to load first"),
+    limit: int | None = typer.Option(None, "--limit", help="at most this many samples"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+) -> None:
+    """Re-check stored samples with a suite; new verdicts carry the contracts' current versions."""
+    from contracts.engine import run_suite
+    from contracts.suites import load_suite
 
-    @group.command("equivalent")
-    def equivalent(
-        a: Path = typer.Argument(..., help="first program (.py)"),
-        b: Path = typer.Argument(..., help="second program (.py)"),
-        as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    ) -> None:
-        """Run both programs in the sandbox and compare the models they built (exact -> WL -> semantic)."""
-        from contracts.equivalence import compare_models
-        from solvers.sandbox import Program, run_batch
+    _fmt(fmt)
+    the_suite = load_suite(suite, contract_files=contracts or [])
+    st = _open_store(store)
+    with st:
+        samples, rounds = _stored_samples(st, round_, limit)
+        if not samples:
+            raise FlywheelError("no executed samples in the store" + (f" for round {round_}" if round_ is not None
+                                                                      else ""), culprit=str(st.root))
+        report = _run_with_progress(run_suite, the_suite, samples, rounds)
+        by_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for r in report.results:
+            rnd = rounds[r.sample.sample_id]
+            by_round[rnd] += [{**v.model_dump(), "round": rnd} for v in r.verdicts]
+            if r.repairs:
+                st.write("repairs", rnd, [x.model_dump() for x in r.repairs])
+            if r.disputes:
+                st.write("disputes", rnd, [d.model_dump() for d in r.disputes])
+        for rnd, rows in by_round.items():
+            st.write("verdicts", rnd, rows)
+    summary = report.summary()
+    if fmt == "json":
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    table = Table(title=f"suite {the_suite.name}: {summary['samples']} samples")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key in ("accepted", "accepted_without_repairs", "repaired", "rejected", "disputed", "contract_errors"):
+        table.add_row(key, str(summary[key]))
+    for name, n in sorted(summary["rejected_by"].items(), key=lambda kv: -kv[1]):
+        table.add_row(f"rejected by {name}", str(n))
+    Console().print(table)
 
-        codes = []
-        for p in (a, b):
-            if not p.is_file():
-                raise FlywheelError("program not found", culprit=str(p))
-            codes.append(p.read_text())
-        execs = list(run_batch([Program(program_id=p.stem, code=c) for p, c in zip((a, b), codes, strict=True)],
-                               workers=2))
-        models = []
-        for p, ex in zip((a, b), execs, strict=True):
-            final = ex.final_solve
-            if final is None or not final.model_mps:
-                raise FlywheelError(f"no model was captured ({ex.status.value}: {ex.error or 'no solve call'})",
-                                    culprit=str(p))
-            models.append(final.model_mps)
-        res = compare_models(models[0], models[1])
-        out = {"a": str(a), "b": str(b), **res.as_dict(),
-               "objectives": [ex.final_solve.objective for ex in execs]}  # type: ignore[union-attr]
-        if as_json:
-            typer.echo(json.dumps(out, indent=2, default=str))
-            return
-        verdict = "[green]equivalent[/]" if res.equivalent else "[red]not equivalent[/]"
-        console = Console()
-        console.print(f"{verdict} (layer: {res.layer}) - {res.reason}")
-        table = Table(show_header=False)
-        for k, v in res.evidence.items():
-            table.add_row(k, json.dumps(v, default=str)[:200])
-        console.print(table)
+
+@app.command("explain")
+def explain(
+    sample_id: str = typer.Argument(..., help="sample (attempt) id"),
+    store: Path | None = typer.Option(None, "--store", help="store directory"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+) -> None:
+    """Every verdict of one sample with its evidence, plus its repairs and disputes."""
+    _fmt(fmt)
+    with _open_store(store) as st:
+        verdicts = st.query("SELECT * FROM verdicts WHERE sample_id = $s OR attempt_id = $s "
+                            "ORDER BY suite, stage DESC, contract", {"s": sample_id}).to_pylist()
+        repairs = st.query("SELECT * FROM repairs WHERE sample_id = $s", {"s": sample_id}).to_pylist()
+        disputes = st.query("SELECT * FROM disputes WHERE sample_id = $s", {"s": sample_id}).to_pylist()
+    if not verdicts:
+        raise FlywheelError("no verdicts for this sample", culprit=f"sample {sample_id}")
+    for v in verdicts:
+        v["evidence"] = json.loads(v["evidence"] or "{}")
+    if fmt == "json":
+        typer.echo(json.dumps({"sample_id": sample_id, "verdicts": verdicts, "repairs": repairs,
+                               "disputes": disputes}, indent=2, default=str))
+        return
+    suites = sorted({v["suite"] for v in verdicts})
+    table = Table(title=f"sample {sample_id}: {len(verdicts)} verdicts (suite {', '.join(suites)})")
+    for col in ("contract@version", "severity", "outcome", "score", "message", "evidence"):
+        table.add_column(col, overflow="fold")
+    colour = {"pass": "green", "fail": "red", "skip": "yellow", "contract_error": "magenta"}
+    for v in verdicts:
+        table.add_row(f"{v['contract']}@{v['version']}", v["severity"],
+                      f"[{colour.get(v['outcome'], 'white')}]{v['outcome']}[/]",
+                      "" if v["score"] is None else f"{v['score']:g}", v["message"],
+                      json.dumps(v["evidence"], default=str)[:300])
+    console = Console()
+    console.print(table)
+    for r in repairs:
+        console.print(f"[bold]repair[/] {r['kind']} by {r['contract']}: {r['message']}")
+    for d in disputes:
+        console.print(f"[bold]dispute[/] {d['kind']} ({d['contract']}): {d['message']}")
+
+
+@app.command("equivalent")
+def equivalent(
+    a: Path = typer.Argument(..., help="first program (.py)"),
+    b: Path = typer.Argument(..., help="second program (.py)"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Run both programs in the sandbox and compare the models they built (exact -> WL -> semantic)."""
+    from contracts.equivalence import compare_models
+    from solvers.sandbox import Program, run_batch
+
+    codes = []
+    for p in (a, b):
+        if not p.is_file():
+            raise FlywheelError("program not found", culprit=str(p))
+        codes.append(p.read_text())
+    execs = list(run_batch([Program(program_id=p.stem, code=c) for p, c in zip((a, b), codes, strict=True)],
+                           workers=2))
+    models = []
+    for p, ex in zip((a, b), execs, strict=True):
+        final = ex.final_solve
+        if final is None or not final.model_mps:
+            raise FlywheelError(f"no model was captured ({ex.status.value}: {ex.error or 'no solve call'})",
+                                culprit=str(p))
+        models.append(final.model_mps)
+    res = compare_models(models[0], models[1])
+    out = {"a": str(a), "b": str(b), **res.as_dict(),
+           "objectives": [ex.final_solve.objective for ex in execs]}  # type: ignore[union-attr]
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, default=str))
+        return
+    verdict = "[green]equivalent[/]" if res.equivalent else "[red]not equivalent[/]"
+    console = Console()
+    console.print(f"{verdict} (layer: {res.layer}) - {res.reason}")
+    table = Table(show_header=False)
+    for k, v in res.evidence.items():
+        table.add_row(k, json.dumps(v, default=str)[:200])
+    console.print(table)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="contracts")
 
 
 def _open_store(path: Path | None) -> Any:

@@ -50,118 +50,123 @@ def _print(rows: list[dict[str, Any]], columns: list[str], title: str, fmt: str)
     Console().print(table)
 
 
-def register(app: typer.Typer) -> None:
-    k = typer.Typer(help="Fused kernels: tune a model's table, benchmark backends, measure the matmul peak.")
+app = typer.Typer(help="Fused kernels: tune a model's table, benchmark backends, measure the matmul peak.")
 
-    @k.command("tune")
-    def tune_cmd(
-        model: str = typer.Option(..., "--model", help="tiny arch (qwen3_moe_tiny, ...) or HF config directory"),
-        device: str = typer.Option("cpu", "--device", help="cpu | cuda | npu"),
-        out: Path = typer.Option(Path("runs/kernels/table.json"), "--out", help="tuning table to write"),
-        dtype: str = typer.Option("bf16", "--dtype", help="bf16 (autocast) | fp32"),
-        rows: int = typer.Option(8, "--rows"),
-        seq: int = typer.Option(256, "--seq"),
-        vocab: int = typer.Option(1024, "--vocab", help="vocabulary size for tiny archs"),
-        repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
-        op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
-        candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
-        skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
-        llm: str | None = typer.Option(None, "--llm", help="policy spec (openai:MODEL@URL | hf:PATH | vllm:PATH) "
-                                       "that writes candidate files into <out>.candidates/"),
-        llm_candidates: int = typer.Option(1, "--llm-candidates", min=1, help="candidates asked per op"),
-        llm_top: int = typer.Option(3, "--llm-top", min=1, help="ask for the profile's N most expensive ops"),
-        llm_temperature: float = typer.Option(0.7, "--llm-temperature", min=0.0),
-        config: Path | None = typer.Option(None, "--config", help="TOML config (its [policy] section, for --llm)"),
-        fmt: str = typer.Option("table", "--format", help="table | json"),
-    ) -> None:
-        """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
-        import torch
-        from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        from flywheel.config import load_config
-        from kernels import registry
-        from kernels.candidate import LLMWriter
-        from kernels.tuner import tune
-        from training.device import get_device
+@app.command("tune")
+def tune_cmd(
+    model: str = typer.Option(..., "--model", help="tiny arch (qwen3_moe_tiny, ...) or HF config directory"),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda | npu"),
+    out: Path = typer.Option(Path("runs/kernels/table.json"), "--out", help="tuning table to write"),
+    dtype: str = typer.Option("bf16", "--dtype", help="bf16 (autocast) | fp32"),
+    rows: int = typer.Option(8, "--rows"),
+    seq: int = typer.Option(256, "--seq"),
+    vocab: int = typer.Option(1024, "--vocab", help="vocabulary size for tiny archs"),
+    repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
+    op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
+    candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
+    skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
+    llm: str | None = typer.Option(None, "--llm", help="policy spec (openai:MODEL@URL | hf:PATH | vllm:PATH) "
+                                   "that writes candidate files into <out>.candidates/"),
+    llm_candidates: int = typer.Option(1, "--llm-candidates", min=1, help="candidates asked per op"),
+    llm_top: int = typer.Option(3, "--llm-top", min=1, help="ask for the profile's N most expensive ops"),
+    llm_temperature: float = typer.Option(0.7, "--llm-temperature", min=0.0),
+    config: Path | None = typer.Option(None, "--config", help="TOML config (its [policy] section, for --llm)"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+) -> None:
+    """Profile a training step, race every backend per op and shape, keep the fastest correct, write the table."""
+    import torch
+    from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        dev = get_device(device)
-        for name in op:
-            registry.get(name)
-        for c in candidate:
-            if not c.is_file():
-                raise ConfigError("candidate file not found", culprit=str(c))
-        writer = None
-        if llm:
-            from flywheel.policies.backends.base import make_backend
+    from flywheel.config import load_config
+    from kernels import registry
+    from kernels.candidate import LLMWriter
+    from kernels.tuner import tune
+    from training.device import get_device
 
-            settings = load_config(config).policy
-            backend = make_backend(llm, settings)  # a bad spec fails here, before the profile
-            writer = LLMWriter(llm, out.parent / f"{out.name}.candidates", k=llm_candidates, top=llm_top,
-                               temperature=llm_temperature, settings=settings, backend=backend)
-        m = _model(model, vocab).to(dev.torch_device(0))
-        g = torch.Generator().manual_seed(0)
-        batch = torch.randint(0, m.config.vocab_size, (rows, seq), generator=g).to(dev.torch_device(0))
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as prog:
-            task = prog.add_task("tuning")
-            table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
-                                         out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
-                                         progress=lambda s: prog.update(task, description=s), llm=writer)
-        out_rows = []
-        for r in results:
-            ref = next(c for c in r.candidates if c.backend == "reference")
-            for c in r.candidates:
-                out_rows.append({"op": r.op, "shape": r.shape, "dtype": r.dtype, "profile_ms": r.profile_ms,
-                                 "backend": c.backend, "ok": c.ok, "ms": c.ms, "speedup": ref.ms / c.ms if c.ok
-                                 else None, "max_error": c.max_error, "winner": c.backend == r.winner,
-                                 "detail": c.detail})
-        llm_meta = table.meta.get("llm")
-        if fmt == "json":
-            typer.echo(json.dumps({"table": str(out), "candidates": out_rows, **steps,
-                                   **({"llm": llm_meta} if llm_meta else {})}, indent=2, default=str))
-            return
-        _print(out_rows, ["op", "shape", "dtype", "backend", "ok", "ms", "speedup", "winner", "detail"],
-               "candidates (fastest correct wins)", fmt)
-        if llm_meta:
-            typer.echo(f"LLM {llm}: {len(llm_meta['files'])} candidate file(s) written to {out}.candidates, "
-                       f"{len(llm_meta['rejected'])} repl(ies) rejected; {llm_meta['requests_sent']} request(s) "
-                       f"sent, {llm_meta['cache_hits']} cached")
-        typer.echo(f"step time: before {steps['before_s']:.3f} s, after {steps['after_s']:.3f} s "
-                   f"({steps['before_s'] / steps['after_s']:.2f}x); table written to {out}")
+    dev = get_device(device)
+    for name in op:
+        registry.get(name)
+    for c in candidate:
+        if not c.is_file():
+            raise ConfigError("candidate file not found", culprit=str(c))
+    writer = None
+    if llm:
+        from flywheel.policies.backends.base import make_backend
 
-    @k.command("bench")
-    def bench_cmd(
-        op: list[str] = typer.Option([], "--op", help="ops to benchmark (default: all)"),
-        dtype: str = typer.Option("fp32", "--dtype", help="bf16 (autocast) | fp32"),
-        scale: int = typer.Option(512, "--scale", help="case size (tokens / 4 for most ops)"),
-        repeats: int = typer.Option(3, "--repeats"),
-        memory: bool = typer.Option(True, "--memory/--no-memory", help="peak memory per backend (child processes)"),
-        fmt: str = typer.Option("table", "--format", help="table | json"),
-    ) -> None:
-        """Ops x backends: forward + backward time and peak memory, relative to reference."""
-        from kernels import registry
-        from kernels.benchmark import CASES, bench
+        settings = load_config(config).policy
+        backend = make_backend(llm, settings)  # a bad spec fails here, before the profile
+        writer = LLMWriter(llm, out.parent / f"{out.name}.candidates", k=llm_candidates, top=llm_top,
+                           temperature=llm_temperature, settings=settings, backend=backend)
+    m = _model(model, vocab).to(dev.torch_device(0))
+    g = torch.Generator().manual_seed(0)
+    batch = torch.randint(0, m.config.vocab_size, (rows, seq), generator=g).to(dev.torch_device(0))
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as prog:
+        task = prog.add_task("tuning")
+        table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
+                                     out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
+                                     progress=lambda s: prog.update(task, description=s), llm=writer)
+    out_rows = []
+    for r in results:
+        ref = next(c for c in r.candidates if c.backend == "reference")
+        for c in r.candidates:
+            out_rows.append({"op": r.op, "shape": r.shape, "dtype": r.dtype, "profile_ms": r.profile_ms,
+                             "backend": c.backend, "ok": c.ok, "ms": c.ms, "speedup": ref.ms / c.ms if c.ok
+                             else None, "max_error": c.max_error, "winner": c.backend == r.winner,
+                             "detail": c.detail})
+    llm_meta = table.meta.get("llm")
+    if fmt == "json":
+        typer.echo(json.dumps({"table": str(out), "candidates": out_rows, **steps,
+                               **({"llm": llm_meta} if llm_meta else {})}, indent=2, default=str))
+        return
+    _print(out_rows, ["op", "shape", "dtype", "backend", "ok", "ms", "speedup", "winner", "detail"],
+           "candidates (fastest correct wins)", fmt)
+    if llm_meta:
+        typer.echo(f"LLM {llm}: {len(llm_meta['files'])} candidate file(s) written to {out}.candidates, "
+                   f"{len(llm_meta['rejected'])} repl(ies) rejected; {llm_meta['requests_sent']} request(s) "
+                   f"sent, {llm_meta['cache_hits']} cached")
+    typer.echo(f"step time: before {steps['before_s']:.3f} s, after {steps['after_s']:.3f} s "
+               f"({steps['before_s'] / steps['after_s']:.2f}x); table written to {out}")
 
-        ops = op or list(CASES)
-        for name in ops:
-            registry.get(name)
-        rows = bench(ops, _dtype(dtype), scale, repeats, memory)
-        _print(rows, ["op", "backend", "ms", "time_vs_ref", "peak_mb", "memory_vs_ref", "error"],
-               f"kernels bench ({dtype}, scale {scale})", fmt)
 
-    @k.command("peak")
-    def peak_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
-        """Matmul peak of this CPU per dtype and size (the trainer's MFU denominator uses the same measurement)."""
-        from kernels.peak import measure
+@app.command("bench")
+def bench_cmd(
+    op: list[str] = typer.Option([], "--op", help="ops to benchmark (default: all)"),
+    dtype: str = typer.Option("fp32", "--dtype", help="bf16 (autocast) | fp32"),
+    scale: int = typer.Option(512, "--scale", help="case size (tokens / 4 for most ops)"),
+    repeats: int = typer.Option(3, "--repeats"),
+    memory: bool = typer.Option(True, "--memory/--no-memory", help="peak memory per backend (child processes)"),
+    fmt: str = typer.Option("table", "--format", help="table | json"),
+) -> None:
+    """Ops x backends: forward + backward time and peak memory, relative to reference."""
+    from kernels import registry
+    from kernels.benchmark import CASES, bench
 
-        _print(measure(), ["dtype", "size", "gflops"], "CPU matmul peak", fmt)
+    ops = op or list(CASES)
+    for name in ops:
+        registry.get(name)
+    rows = bench(ops, _dtype(dtype), scale, repeats, memory)
+    _print(rows, ["op", "backend", "ms", "time_vs_ref", "peak_mb", "memory_vs_ref", "error"],
+           f"kernels bench ({dtype}, scale {scale})", fmt)
 
-    @k.command("list")
-    def list_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
-        """Registered ops and backends, with whether each can run here."""
-        from kernels import registry
 
-        rows = [{"op": b.op, "backend": b.name, "devices": ",".join(b.devices), "available": b.available(),
-                 "note": b.note} for op in registry.op_names() for b in registry.backends(op)]
-        _print(rows, ["op", "backend", "devices", "available", "note"], "kernel backends", fmt)
+@app.command("peak")
+def peak_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
+    """Matmul peak of this CPU per dtype and size (the trainer's MFU denominator uses the same measurement)."""
+    from kernels.peak import measure
 
-    app.add_typer(k, name="kernels")
+    _print(measure(), ["dtype", "size", "gflops"], "CPU matmul peak", fmt)
+
+
+@app.command("list")
+def list_cmd(fmt: str = typer.Option("table", "--format", help="table | json")) -> None:
+    """Registered ops and backends, with whether each can run here."""
+    from kernels import registry
+
+    rows = [{"op": b.op, "backend": b.name, "devices": ",".join(b.devices), "available": b.available(),
+             "note": b.note} for op in registry.op_names() for b in registry.backends(op)]
+    _print(rows, ["op", "backend", "devices", "available", "note"], "kernel backends", fmt)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="kernels")

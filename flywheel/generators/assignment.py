@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -63,7 +63,7 @@ class Assignment(Family):
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         t1, t2 = (data["tasks"][int(i)] for i in rng.choice(len(data["tasks"]), 2, replace=False))
-        only = data["workers"][int(rng.integers(len(data["workers"])))]
+        only = pick(rng, data["workers"])
         banned = {tuple(p) for p in data["unqualified"]}
         banned |= {(w, t) for w in data["workers"] for t in (t1, t2) if w != only}
         return {**data, "unqualified": [list(p) for p in sorted(banned)]}

@@ -30,6 +30,7 @@ import functools
 import hashlib
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -177,6 +178,18 @@ class Family(ABC):
         return int(base) % self.n_templates
 
 
+def pick(rng: np.random.Generator, items: Sequence[Any]) -> Any:
+    """One of ``items``, drawn uniformly (one ``rng.integers`` call)."""
+    return items[int(rng.integers(len(items)))]
+
+
+def exceed(data: dict[str, Any], field: str, key: str, bound: Any, slack: Any) -> dict[str, Any]:
+    """The infeasibility lever most families share: a copy of ``data`` with ``data[field][key]`` set to
+    ``int(bound + slack)``, where ``bound`` is the most the instance can ever deliver for that entry (a demand,
+    a requirement, a cover count) and ``slack`` > 0 (an ``rng.integers`` draw or a constant) pushes it past that."""
+    return {**data, field: {**data[field], key: int(bound + slack)}}
+
+
 @functools.cache
 def _code_hash(cls: type) -> str:
     # The whole module, not just the class: module-level vocabularies (``_DOMAINS``) shape the questions too.
@@ -243,7 +256,7 @@ def generate_problem(
                             culprit="difficulty")
     rng = np.random.default_rng(seed)
     level = int(rng.integers(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)) if difficulty is None else difficulty
-    domain = fam.domains[int(rng.integers(len(fam.domains)))]
+    domain = pick(rng, fam.domains)
     template = int(rng.integers(fam.n_phrasings()))
     infeasible = bool(rng.random() < infeasible_share)
     data = as_jsonable(fam.sample(rng, level, domain))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -63,9 +63,9 @@ class Diet(Family):
                 "max_amount": max_amount, "requirement": requirement}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        n = data["nutrients"][int(rng.integers(len(data["nutrients"])))]
+        n = pick(rng, data["nutrients"])
         most = sum(data["content"][n][f] * data["max_amount"][f] for f in data["foods"])
-        return {**data, "requirement": {**data["requirement"], n: int(most + rng.integers(1, 20))}}
+        return exceed(data, "requirement", n, most, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("diet")

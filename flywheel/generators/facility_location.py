@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, money, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -69,9 +69,9 @@ class FacilityLocation(Family):
                 "fixed_cost": fixed_cost, "cost": cost}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        c = data["customers"][int(rng.integers(len(data["customers"])))]
-        extra = sum(data["capacity"].values()) - sum(data["demand"].values()) + int(rng.integers(1, 20))
-        return {**data, "demand": {**data["demand"], c: data["demand"][c] + extra}}
+        c = pick(rng, data["customers"])
+        spare = sum(data["capacity"].values()) - sum(data["demand"].values())
+        return exceed(data, "demand", c, data["demand"][c] + spare, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("facility_location")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, names, plural, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -59,7 +59,7 @@ class MinCostFlow(Family):
         flow: dict[tuple[str, str], int] = {}
         used = dict.fromkeys(sources, 0)
         for k in sinks:  # the witness flow: all of k's demand from one source through one hub
-            s, h = sources[int(rng.integers(len(sources)))], hubs[int(rng.integers(len(hubs)))]
+            s, h = pick(rng, sources), pick(rng, hubs)
             flow[(s, h)] = flow.get((s, h), 0) + demand[k]
             flow[(h, k)] = flow.get((h, k), 0) + demand[k]
             used[s] += demand[k]
@@ -74,9 +74,9 @@ class MinCostFlow(Family):
                 "cost": {f"{u}_{v}": c for (u, v), c in cost.items()}, "supply": supply, "demand": demand}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        k = data["sinks"][int(rng.integers(len(data["sinks"])))]
+        k = pick(rng, data["sinks"])
         inflow = sum(data["capacity"][f"{u}_{v}"] for u, v in data["arcs"] if v == k)
-        return {**data, "demand": {**data["demand"], k: int(inflow + rng.integers(1, 20))}}
+        return exceed(data, "demand", k, inflow, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("min_cost_flow")

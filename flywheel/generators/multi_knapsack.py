@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -60,7 +60,7 @@ class MultiKnapsack(Family):
         # Capacity is 30-60% of the total, so roughly half the items fit: a real choice in every dimension.
         capacity = {d: max(max(weight[d].values()), int(sum(weight[d].values()) * rng.uniform(0.3, 0.6)))
                     for d in dims}
-        mandatory = [items[int(rng.integers(len(items)))]]
+        mandatory = [pick(rng, items)]
         return {"items": items, "dims": dims, "value": value, "weight": weight, "capacity": capacity,
                 "mandatory": mandatory}
 

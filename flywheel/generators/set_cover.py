@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, money, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -61,14 +61,14 @@ class SetCover(Family):
         covers = {e: {c: int(rng.random() < 0.3) for c in cands} for e in elems}
         for e in elems:  # at least three covering candidates per element
             while sum(covers[e].values()) < 3:
-                covers[e][cands[int(rng.integers(len(cands)))]] = 1
+                covers[e][pick(rng, cands)] = 1
         cost = {c: int(rng.integers(5, 40)) for c in cands}
         need = {e: 2 if rng.random() < 0.2 else 1 for e in elems}
         return {"candidates": cands, "elements": elems, "covers": covers, "cost": cost, "need": need}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        e = data["elements"][int(rng.integers(len(data["elements"])))]
-        return {**data, "need": {**data["need"], e: sum(data["covers"][e].values()) + 1}}
+        e = pick(rng, data["elements"])
+        return exceed(data, "need", e, sum(data["covers"][e].values()), 1)
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("set_cover")

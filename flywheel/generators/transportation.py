@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -62,9 +62,9 @@ class Transportation(Family):
         return {"sources": sources, "dests": dests, "supply": supply, "demand": demand, "cost": cost}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        dest = data["dests"][int(rng.integers(len(data["dests"])))]
-        extra = sum(data["supply"].values()) - sum(data["demand"].values()) + int(rng.integers(1, 30))
-        return {**data, "demand": {**data["demand"], dest: data["demand"][dest] + extra}}
+        dest = pick(rng, data["dests"])
+        spare = sum(data["supply"].values()) - sum(data["demand"].values())
+        return exceed(data, "demand", dest, data["demand"][dest] + spare, rng.integers(1, 30))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("transportation")

@@ -1,0 +1,34 @@
+"""Each CLI command group is a module-level ``typer.Typer`` (issue 15): importable and runnable on its own, and the
+root ``flywheel`` app mounts the very same object."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from flywheel.cli import app as root
+from flywheel.commands import contracts, kernels, policy
+
+GROUPS = {"contracts": contracts, "policy": policy, "kernels": kernels}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_group_is_a_module_level_app_mounted_by_the_root(name):
+    module = GROUPS[name]
+    assert isinstance(module.app, typer.Typer)
+    mounted = {g.name: g.typer_instance for g in root.registered_groups}
+    assert mounted[name] is module.app
+
+
+@pytest.mark.parametrize(("name", "rows", "key", "expected"), [
+    ("contracts", lambda out: out["contracts"], "name", "has_code"),
+    ("policy", lambda out: out, "name", "openai"),
+    ("kernels", lambda out: out, "op", "attention"),
+])
+def test_group_list_runs_without_the_root_app(name, rows, key, expected):
+    res = CliRunner().invoke(GROUPS[name].app, ["list", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert expected in {r[key] for r in rows(json.loads(res.output))}
