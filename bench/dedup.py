@@ -2,7 +2,7 @@
 
 Corpus: every question of the shared OR benchmarks (../shared/benchmarks), generated problems from every family
 (the hard negatives: one template, different numbers), and light paraphrases of a seeded sample of the benchmark
-questions (sentences reordered, synonyms swapped, a few words changed; ``flywheel.curation.perturb``). Both
+questions (sentences reordered, synonyms swapped, a few words changed; ``tests/support/perturb.py``). Both
 backends run with the same parameters (word-trigram shingles, 128 permutations, threshold 0.4, the same number
 check) and are timed end to end (shingling, signatures, LSH, verification), median over repeats.
 
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._machine import machine, versions  # noqa: E402
 from flywheel.curation.near import NearDupParams, near_duplicate_pairs, number_tokens, shingle_tokens  # noqa: E402
 from flywheel.curation.normalize import exact_key, jaccard  # noqa: E402
-from flywheel.curation.perturb import paraphrase  # noqa: E402
 from flywheel.generators.base import family_names, generate_problem  # noqa: E402
+from tests.support.perturb import paraphrase  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 

@@ -26,7 +26,7 @@ from bench._machine import cpu_model  # noqa: E402
 from flywheel.config import PolicySection  # noqa: E402
 from flywheel.policies import generate_attempts, load_problems_file  # noqa: E402
 from flywheel.policies.prompts import render  # noqa: E402
-from flywheel.policies.scripted_server import ScriptedServer  # noqa: E402
+from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "policy.json"
 

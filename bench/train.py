@@ -1,39 +1,45 @@
-"""Tiny Qwen3-MoE training throughput on CPU (bf16 autocast): a plain transformers loop vs ``flywheel train``.
+"""Training throughput on CPU at equal dtype: the best-configured plain transformers loop vs ``flywheel train``.
 
-Arms (same model config and random init, same tokenizer, same packed batches in the same order, same steps, seed,
-learning-rate schedule, AdamW hyper-parameters and parameter groups, gradient clipping; all under bf16 autocast with
-fp32 weights and optimizer state):
+Cases (each one a lockstep race of two arms, same dtype in both):
 
-* ``plain``: the loop a transformers user writes, with transformers' defaults (``attn_implementation="sdpa"``,
-  ``experts_implementation`` as transformers 5 picks it: ``grouped_mm``): ``model(input_ids, position_ids,
-  labels=..., shift_labels=...)`` (HF's own loss and HF's own packed-sequence mask from the position ids: the same
-  objective as the trainer), ``loss.backward()``, ``clip_grad_norm_``, ``torch.optim.AdamW``, ``LambdaLR``.
-* ``plain_causal``: the same loop without packing awareness (``labels=input_ids``, no position ids: documents in a
-  row attend to each other and predict across boundaries, plain ``is_causal`` SDPA). Its loss is a different
-  objective (cross-document targets), so it is reported for speed only.
-* ``flywheel``: ``flywheel train``'s code path (``training.launch.launch``) on the same rows, with the kernel tuning
-  table (``--kernels-table``, written by ``flywheel kernels tune``). It does strictly more work per step than
-  ``plain``: the MoE auxiliary loss (0.01) and per-expert load statistics, metrics logging to JSONL.
+* ``dense100m`` fp32: a ~113M-parameter dense Llama-shaped model (hidden 768, 12 layers, 12 heads of 64, SwiGLU
+  3072, vocab of the project's 1024-token tokenizer) at seq 1024, one packed row per step.
+* ``moe_tiny`` fp32 and ``moe_tiny`` bf16: the tiny Qwen3-MoE (``qwen3_moe_tiny``) at seq 128, 8 rows per step.
+  The dense shape is not run in bf16: this CPU has no bf16 matrix instructions (``bf16_matmul_hw`` in the JSON), so
+  torch emulates bf16 GEMMs (~50x below fp32); one step of the dense model would take ~10 minutes per arm.
 
-Timing. Each arm runs in its own process (peak RSS is its own), and the processes run in lockstep: the parent lets
-one arm do one optimizer step, then the next arm, rotating the order every step, so load from other jobs on this
-shared 2-core machine falls on all arms alike. tokens/s is the median over steps 2..N (step 1 pays one-off costs);
-the best step of each arm is reported beside it. Every arm runs with the same torch thread count (``--threads``,
-default 1): on this shared box a 2-thread OpenMP region must wait until both cores are free, and under the other
-engineers' load a 2-thread 1024x64x1024 fp32 GEMM measured a 48 ms median against 12 ms with one thread (2 ms
-quiet), so two threads mostly measure the neighbours. ``--threads 2`` runs the same comparison on both cores.
+Arms (same model config and random init, same tokenizer, same packed rows in the same order, same steps, seed,
+learning-rate schedule, AdamW hyper-parameters and parameter groups, gradient clipping, same dtype):
 
-MFU = tokens/s x FLOPs per token / peak, where the peak is this CPU's measured matmul peak **in the dtype the GEMMs
-actually ran in**: ``plain`` computes them in bf16 (autocast), so its peak is the bf16 one; the tuned table can run
-them in fp32 (backends registered with ``gemm="float32"``), and then the trainer divides by the fp32 peak. On this
-CPU (AVX2 only, no AVX512-BF16 / AMX: ``bf16_matmul_hw`` in the JSON) torch emulates bf16 GEMMs and the bf16 peak is
-~50x below fp32, which is why the tuner picks fp32-GEMM backends here and why the flywheel arm's MFU can read lower
-than the plain arm's while its tokens/s is several times higher.
+* ``plain``: the loop a transformers user writes, **best-configured**: the attention implementation (``eager`` /
+  ``sdpa``) and, for MoE, the experts implementation (``eager`` / ``batched_mm`` / ``grouped_mm``) are chosen by
+  timing a few forward + backward passes of each on this machine first (``plain_choice`` in the JSON, with the
+  times); HF's own loss with ``shift_labels`` and HF's packed-sequence mask from the position ids (the same
+  objective as the trainer), ``clip_grad_norm_``, ``torch.optim.AdamW``, ``LambdaLR``.
+* ``flywheel``: ``flywheel train``'s code path (``training.launch.launch``) with a kernel table tuned **on this
+  machine, for this shape and dtype** by ``kernels.tuner.tune`` in the same run (a table from another machine is
+  never used: ``kernels.machine``). At bf16 the tuner is not allowed the backends that move GEMMs to fp32
+  (``gemm="float32"``): that would be a dtype switch, not a faster kernel at the same dtype. The trainer does
+  strictly more work per step than ``plain`` for MoE (aux loss 0.01, per-expert load statistics, JSONL metrics).
 
-Loss curves must match: ``plain`` and ``flywheel`` optimise the same objective on the same rows; they differ by bf16
-vs fp32 GEMM rounding and the flywheel arm's aux loss. Tolerance (checked, in the JSON): every step within 2% of
-the plain loss (bf16 rounding of activations moves a ~6.9-nat loss by ~1e-3 per step; the aux-loss gradient at 0.01
-perturbs the routers slightly; a wrong kernel moves the loss by > 0.1 within a few steps).
+Timing. Each arm runs in its own process, in lockstep: the parent lets one arm do one optimizer step, then the
+other, alternating which goes first, so load from other jobs on this shared 2-core machine falls on both alike.
+tokens/s is the median over steps 2..N (step 1 pays one-off costs); the best step is reported beside it. Both arms
+run with the same torch thread count (``--threads``, default 1: on this shared box a 2-thread OpenMP region waits
+for both cores to be free).
+
+MFU = tokens/s x FLOPs per token (6 N_active + 12 L H d S) / peak, with **one peak per case**, measured in the
+case's dtype on the model's own GEMM shapes (every linear, the experts, the attention products) and the square
+sweep (``kernels.peak.measure_cpu_peak(dtype, shapes=...)``): no GEMM of that model runs faster than it, so MFU
+<= 100% up to timing noise (``mfu_le_1`` in the JSON). The old bench divided a skinny-GEMM bf16 model by a
+square-only bf16 peak and read 158-167%.
+
+Loss curves must match: every step of ``flywheel`` within 2% of ``plain`` (fp32: kernels only reorder reductions;
+bf16: activation rounding moves a ~6.9-nat loss by ~1e-3 per step; the MoE aux-loss gradient at 0.01 perturbs the
+routers slightly; a wrong kernel moves the loss by > 0.1 within a few steps).
+
+    nice -n 10 .venv/bin/python bench/train.py                 # every case -> bench/results/train.json
+    nice -n 10 .venv/bin/python bench/train.py --case moe_tiny:bf16 --name train_moe_bf16
 """
 
 from __future__ import annotations
@@ -55,19 +61,27 @@ sys.path.insert(0, str(ROOT))
 from bench._machine import cpu_model  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-STEPS, ROWS, SEQ = 24, 8, 128
-ARMS = ("plain", "plain_causal", "flywheel")
 LOSS_RTOL = 0.02  # see the module docstring
 DONE = "@@done"
+# name -> (arch, config overrides, rows per step, seq, steps)
+SHAPES: dict[str, tuple[str, dict, int, int, int]] = {
+    "dense100m": ("llama_tiny", {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                                 "num_key_value_heads": 12, "intermediate_size": 3072, "head_dim": 64}, 1, 1024, 6),
+    "moe_tiny": ("qwen3_moe_tiny", {}, 8, 128, 24),
+}
+CASES = ("dense100m:fp32", "moe_tiny:fp32", "moe_tiny:bf16")
+ARMS = ("plain", "flywheel")
 
 
-def _recipe(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, steps: int):  # noqa: ANN202
+def _recipe(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, shape: str, steps: int):  # noqa: ANN202
     from training.config import load_recipe
 
+    arch, over, rows, seq, _ = SHAPES[shape]
     return load_recipe("cpt", {"data.sources": [{"path": str(data / "cpt"), "name": "cpt"}], "train.steps": steps,
-                               "train.batch_rows": ROWS, "train.micro_batch": ROWS, "data.seq_len": SEQ,
+                               "train.batch_rows": rows, "train.micro_batch": rows, "data.seq_len": seq,
                                "train.dtype": dtype, "train.eval_every": 0, "train.save_every": 0,
-                               "train.warmup_steps": 5, "tokenizer.path": str(tokenizer),
+                               "train.warmup_steps": min(5, steps - 1), "tokenizer.path": str(tokenizer),
+                               "model.arch": arch, "model.overrides": over,
                                "kernels.table": table or None, "name": out.name})
 
 
@@ -81,7 +95,7 @@ def _done(step: int) -> None:
     print(f"{DONE} {step}", flush=True)
 
 
-def arm_flywheel(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, steps: int) -> dict:
+def arm_flywheel(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, shape: str, steps: int) -> dict:
     from training.launch import launch
 
     def progress(record: dict) -> None:
@@ -90,33 +104,44 @@ def arm_flywheel(data: Path, out: Path, tokenizer: Path, table: str, dtype: str,
             _gate()
 
     _gate()
-    launch(_recipe(data, out, tokenizer, table, dtype, steps), out, progress=progress)
+    launch(_recipe(data, out, tokenizer, table, dtype, shape, steps), out, progress=progress)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "loss" in r]
     config = json.loads((out / "config.json").read_text())
     return {"loss": [r["loss"] for r in rows], "step_s": [r["step_s"] for r in rows],
-            "tokens_per_step": ROWS * SEQ, "flops_per_token": config["flops_per_token"],
-            "peak_flops": config["peak_flops"], "peak_source": config["peak_source"],
-            "gemm_dtypes": config.get("gemm_dtypes")}
+            "flops_per_token": config["flops_per_token"], "trainer_peak_flops": config["peak_flops"],
+            "trainer_peak_source": config["peak_source"], "gemm_dtypes": config.get("gemm_dtypes")}
 
 
-def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, steps: int, packed: bool) -> dict:
+def _plain_model(shape: str, vocab: int, seed: int, attn: str, experts: str):  # noqa: ANN202
+    from training.models import build_model
+
+    arch, over, *_ = SHAPES[shape]
+    model = build_model(arch, "", vocab, over, seed)
+    model.set_attn_implementation(attn)
+    if experts:
+        model.set_experts_implementation(experts)
+    model.train()
+    return model
+
+
+def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, steps: int, attn: str,
+              experts: str) -> dict:
     import torch
 
-    from training.data import IGNORE, Mixture, load_source
-    from training.flops import flops_per_token, measure_cpu_peak
-    from training.models import build_model
+    from kernels.peak import gemm_shapes, measure_cpu_peak
+    from training.data import Mixture, load_source
+    from training.flops import flops_per_token
     from training.tokenizer import load_tokenizer
     from training.trainer import lr_lambda
 
-    recipe = _recipe(data, out, tokenizer, "", dtype, steps)
+    _, _, rows, seq, _ = SHAPES[shape]
+    recipe = _recipe(data, out, tokenizer, "", dtype, shape, steps)
     t = recipe.train
     tok = load_tokenizer(tokenizer)
-    mixture = Mixture([load_source(str(data / "cpt"), "cpt", 1.0, tok, SEQ, recipe.data.val_rows)], t.seed)
-    model = build_model("qwen3_moe_tiny", "", len(tok), {}, t.seed)
-    model.train()
-    # The same AdamW hyper-parameters and parameter groups as the trainer (no decay on norms): a plain loop, not a
-    # different optimisation problem.
+    mixture = Mixture([load_source(str(data / "cpt"), "cpt", 1.0, tok, seq, recipe.data.val_rows)], t.seed)
+    model = _plain_model(shape, len(tok), t.seed, attn, experts)
+    # The same AdamW hyper-parameters and parameter groups as the trainer (no decay on norms).
     params = list(model.parameters())
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
@@ -126,14 +151,10 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, steps: int, pa
     for step in range(steps):
         _gate()
         t0 = time.perf_counter()
-        batch = mixture.next_batch(step, ROWS)
+        batch = mixture.next_batch(step, rows)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-            if packed:
-                loss = model(input_ids=batch.input_ids, position_ids=batch.position_ids, labels=batch.labels,
-                             shift_labels=batch.labels, use_cache=False).loss
-            else:
-                labels = batch.input_ids.masked_fill(batch.input_ids == tok.pad_token_id, IGNORE)
-                loss = model(input_ids=batch.input_ids, labels=labels, use_cache=False).loss
+            loss = model(input_ids=batch.input_ids, position_ids=batch.position_ids, labels=batch.labels,
+                         shift_labels=batch.labels, use_cache=False).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
         opt.step()
@@ -142,11 +163,67 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, steps: int, pa
         losses.append(float(loss.detach()))
         times.append(time.perf_counter() - t0)
         _done(step + 1)
+    # The case's MFU peak: this dtype, this model's GEMM shapes (+ attention products) and the square sweep.
     gemm = torch.bfloat16 if dtype == "bf16" else torch.float32
-    return {"loss": losses, "step_s": times, "tokens_per_step": ROWS * SEQ,
-            "flops_per_token": flops_per_token(model, SEQ), "peak_flops": measure_cpu_peak(gemm),
-            "peak_source": f"measured:cpu-{str(gemm).removeprefix('torch.')}-matmul",
+    cfg = model.config
+    head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    shapes = gemm_shapes(model, rows * seq) + [(seq, head, seq), (seq, seq, head)]
+    return {"loss": losses, "step_s": times, "flops_per_token": flops_per_token(model, seq),
+            "peak_flops": measure_cpu_peak(gemm, shapes=shapes), "peak_shapes": len(shapes),
             "gemm_dtypes": [str(gemm).removeprefix("torch.")]}
+
+
+def best_plain_config(shape: str, dtype: str, vocab: int, repeats: int) -> dict:
+    """Time forward + backward of every attention (and experts) implementation on this machine; the fastest wins."""
+    import torch
+
+    _, over, rows, seq, _ = SHAPES[shape]
+    moe = shape.startswith("moe")
+    times: dict[str, float] = {}
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (rows, seq), generator=g)
+    pos = (torch.arange(seq) % (seq // 2)).expand(rows, seq)  # two packed documents per row, as the trainer feeds
+    for attn in ("eager", "sdpa"):
+        for experts in (("eager", "batched_mm", "grouped_mm") if moe else ("",)):
+            model = _plain_model(shape, vocab, 0, attn, experts)
+            best = float("inf")
+            for i in range(repeats + 1):
+                t0 = time.perf_counter()
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+                    loss = model(input_ids=ids, position_ids=pos, labels=ids, use_cache=False).loss
+                loss.backward()
+                if i:
+                    best = min(best, time.perf_counter() - t0)
+            times[f"{attn}/{experts}" if experts else attn] = best
+            del model
+    choice = min(times, key=times.get)
+    attn, _, experts = choice.partition("/")
+    return {"attn": attn, "experts": experts, "fwd_bwd_best_s": times}
+
+
+def tune_table(shape: str, dtype: str, vocab: int, path: Path) -> dict:
+    """Tune a kernel table here for this case (``gemm="float32"`` backends excluded at bf16: equal dtype)."""
+    import torch
+
+    from kernels import registry
+    from kernels.tuner import tune
+    from training.models import build_model
+
+    arch, over, rows, seq, _ = SHAPES[shape]
+    skip = {"compiled"}  # torch.compile of every op on 2 cores costs minutes per shape
+    if dtype == "bf16":
+        skip |= {b.name for op in registry.op_names() for b in registry.backends(op) if b.gemm == "float32"}
+    model = build_model(arch, "", vocab, over, 0)
+    batch = torch.randint(0, vocab, (rows, seq), generator=torch.Generator().manual_seed(0))
+    t0 = time.perf_counter()
+    table, results, steps = tune(model, batch, "bfloat16" if dtype == "bf16" else "float32", "cpu",
+                                 repeats=3 if shape == "dense100m" else 5, step_repeats=1 if shape == "dense100m"
+                                 else 3, out=path, skip=skip)
+    return {"table": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
+            "tune_s": time.perf_counter() - t0, "skipped_backends": sorted(skip),
+            "winners": {f"{e.op} {e.shape}": f"{e.backend} {e.speedup:.2f}x" for e in table.entries},
+            "profile_ms": table.meta.get("profile_ms"), "machine": table.meta.get("machine"),
+            "tuner_step_s": steps}
 
 
 def _child(args: argparse.Namespace) -> None:
@@ -155,10 +232,10 @@ def _child(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     data, out, tok = Path(args.data), Path(args.out), Path(args.tokenizer)
     if args.arm == "flywheel":
-        result = arm_flywheel(data, out, tok, args.kernels_table, args.dtype, args.steps)
+        result = arm_flywheel(data, out, tok, args.kernels_table, args.dtype, args.shape, args.steps)
     else:
-        result = arm_plain(data, out, tok, args.dtype, args.steps, packed=args.arm == "plain")
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result = arm_plain(data, out, tok, args.dtype, args.shape, args.steps, args.attn, args.experts)
+    result["peak_rss_mb"] = _vm_hwm_mb()
     Path(args.result).write_text(json.dumps(result))
 
 
@@ -199,20 +276,88 @@ def _median(xs: list[float]) -> float:
     return s[len(s) // 2]
 
 
+def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, vocab: int) -> dict:
+    import torch
+
+    shape, dtype = case.split(":")
+    _, _, rows, seq, steps = SHAPES[shape]
+    steps = args.steps or steps
+    work = Path(args.work) / f"{shape}-{dtype}"
+    work.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    print(f"== {case}: choosing the plain loop's attention / experts implementation", file=sys.stderr)
+    plain_cfg = best_plain_config(shape, dtype, vocab, repeats=1 if shape == "dense100m" else 3)
+    if args.kernels_table:
+        tuned = {"table": args.kernels_table, "given": True}
+    else:
+        print(f"== {case}: tuning the kernel table on this machine", file=sys.stderr)
+        tuned = tune_table(shape, dtype, vocab, work / "table.json")
+    table = args.kernels_table or str(work / "table.json")
+    cmds, files = {}, {}
+    for arm in ARMS:
+        files[arm] = work / f"{arm}.json"
+        cmds[arm] = [sys.executable, __file__, "--arm", arm, "--shape", shape, "--data", str(data), "--out",
+                     str(work / arm), "--result", str(files[arm]), "--tokenizer", str(tok_dir),
+                     "--kernels-table", table, "--dtype", dtype, "--steps", str(steps), "--threads",
+                     str(args.threads), "--attn", plain_cfg["attn"], "--experts", plain_cfg["experts"]]
+    print(f"== {case}: {steps} steps, arms in lockstep", file=sys.stderr)
+    load_start = _load()
+    _lockstep(cmds, steps, args.threads)
+    results = {arm: json.loads(files[arm].read_text()) for arm in ARMS}
+    peak = results["plain"]["peak_flops"]  # one peak per case: this dtype, this model's GEMM shapes
+    summary = {}
+    for arm, r in results.items():
+        tps = _median([rows * seq / s for s in r["step_s"][1:]])
+        summary[arm] = {"tokens_per_s": tps, "median_step_s": _median(r["step_s"][1:]),
+                        "best_step_s": min(r["step_s"][1:]), "mfu": tps * r["flops_per_token"] / peak,
+                        "peak_rss_mb": r["peak_rss_mb"], "final_loss": r["loss"][-1],
+                        "gemm_dtypes": r["gemm_dtypes"], "step_s_all": r["step_s"]}
+    ratio = summary["flywheel"]["tokens_per_s"] / summary["plain"]["tokens_per_s"]
+    loss_dev = max(abs(a - b) / abs(b) for a, b in zip(results["flywheel"]["loss"], results["plain"]["loss"],
+                                                          strict=True))
+    return {"case": case, "shape": shape, "dtype": dtype, "rows": rows, "seq_len": seq, "steps": steps,
+            "params_m": _params_m(shape, vocab), "plain_choice": plain_cfg, "kernels": tuned,
+            "peak_flops": peak, "peak_source": f"measured: {dtype} matmul, best over this model's GEMM shapes and "
+                                                 f"the square sweep (kernels.peak)",
+            "trainer_peak": {"flops": results["flywheel"]["trainer_peak_flops"],
+                             "source": results["flywheel"]["trainer_peak_source"]},
+            "summary": summary, "speedup_tokens_per_s": ratio,
+            "speedup_best_step": summary["plain"]["best_step_s"] / summary["flywheel"]["best_step_s"],
+            "mfu_le_1": all(s["mfu"] <= 1.0 for s in summary.values()),
+            "loss_max_rel_dev": loss_dev, "loss_ok": loss_dev <= LOSS_RTOL, "target": 1.5,
+            "met": ratio >= 1.5 and loss_dev <= LOSS_RTOL, "load_avg_start": load_start, "load_avg_end": _load(),
+            "loss_curves": {arm: r["loss"] for arm, r in results.items()}}
+
+
+def _params_m(shape: str, vocab: int) -> float:
+    import torch  # noqa: F401
+    from transformers import AutoModelForCausalLM
+
+    from training.models import build_config
+
+    arch, over, *_ = SHAPES[shape]
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(build_config(arch, vocab, over))
+    return round(sum(p.numel() for p in model.parameters()) / 1e6, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--arm", choices=list(ARMS))
+    parser.add_argument("--case", action="append", choices=list(CASES), help="repeatable; default: every case")
+    parser.add_argument("--shape", choices=list(SHAPES), default="moe_tiny")
     parser.add_argument("--data", default="")
     parser.add_argument("--out", default="")
     parser.add_argument("--result", default="")
     parser.add_argument("--tokenizer", default="")
-    parser.add_argument("--kernels-table", default="", help="tuning table for the flywheel arm (kernels tune)")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16",
-                        help="bf16 autocast (the issue's setting) or fp32")
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--kernels-table", default="", help="use this table instead of tuning one here")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="fp32")
+    parser.add_argument("--attn", default="sdpa")
+    parser.add_argument("--experts", default="")
+    parser.add_argument("--steps", type=int, default=0, help="steps per case (default: the shape's)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every arm (see the docstring)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-train"))
-    parser.add_argument("--name", default="", help="results file stem (default: train, train_fp32)")
+    parser.add_argument("--name", default="train", help="results file stem")
     args = parser.parse_args()
     if args.arm:
         _child(args)
@@ -221,9 +366,10 @@ def main() -> None:
     import torch
     import transformers
 
+    from flywheel.curation.synthetic import write_problem_shards
+    from kernels.machine import bf16_matmul_hw, capability, cpu_flags
     from training.data import corpus_texts
-    from training.synthetic import write_problem_shards
-    from training.tokenizer import train_tokenizer
+    from training.tokenizer import load_tokenizer, train_tokenizer
 
     work = Path(args.work)
     data = work / "shards"
@@ -232,106 +378,52 @@ def main() -> None:
     tok_dir = work / "tokenizer"
     if not (tok_dir / "tokenizer.json").is_file():  # what the trainer would train: one tokenizer for every arm
         train_tokenizer(corpus_texts([str(data / "cpt")]), 1024).save_pretrained(tok_dir)
-    cmds, files = {}, {}
-    for arm in ARMS:
-        files[arm] = work / f"{arm}-{args.dtype}.json"
-        cmds[arm] = [sys.executable, __file__, "--arm", arm, "--data", str(data), "--out",
-                     str(work / f"{arm}-{args.dtype}"), "--result", str(files[arm]), "--tokenizer", str(tok_dir),
-                     "--kernels-table", args.kernels_table, "--dtype", args.dtype, "--steps", str(args.steps),
-                     "--threads", str(args.threads)]
-    load_start = _load()
-    _lockstep(cmds, args.steps, args.threads)
-    results = {arm: json.loads(files[arm].read_text()) for arm in ARMS}
-    summary = {}
-    for arm, r in results.items():
-        tps = _median([r["tokens_per_step"] / s for s in r["step_s"][1:]])
-        summary[arm] = {"tokens_per_s": tps, "median_step_s": _median(r["step_s"][1:]),
-                        "best_step_s": min(r["step_s"][1:]),
-                        "mfu": tps * r["flops_per_token"] / r["peak_flops"], "peak_rss_mb": r["peak_rss_mb"],
-                        "final_loss": r["loss"][-1], "peak_flops": r["peak_flops"], "peak_source": r["peak_source"],
-                        "gemm_dtypes": r["gemm_dtypes"], "step_s_all": r["step_s"]}
-    fly, plain = summary["flywheel"]["tokens_per_s"], summary["plain"]["tokens_per_s"]
-    ratio = fly / plain
-    ratio_causal = fly / summary["plain_causal"]["tokens_per_s"]
-    ratio_best = summary["plain"]["best_step_s"] / summary["flywheel"]["best_step_s"]
-    loss_dev = max(abs(a - b) / abs(b) for a, b in zip(results["flywheel"]["loss"], results["plain"]["loss"],
-                                                          strict=True))
-    print(f"{'arm':13s} {'tokens/s':>9s} {'step ms':>8s} {'best ms':>8s} {'MFU %':>7s} {'MFU peak':>22s} "
-          f"{'peak RSS MB':>11s} {'final loss':>10s}")
-    for arm, s in summary.items():
-        print(f"{arm:13s} {s['tokens_per_s']:9.0f} {1e3 * s['median_step_s']:8.1f} {1e3 * s['best_step_s']:8.1f} "
-              f"{100 * s['mfu']:7.3f} {s['peak_source'].removeprefix('measured:'):>22s} {s['peak_rss_mb']:11.0f} "
-              f"{s['final_loss']:10.4f}")
-    print(f"flywheel / plain tokens/s: {ratio:.2f}x (target >= 1.5x; best step {ratio_best:.2f}x); flywheel / "
-          f"plain_causal: {ratio_causal:.2f}x; median over steps 2..{args.steps}, arms in lockstep, "
-          f"{args.threads} thread(s) each")
-    print(f"loss curves flywheel vs plain: max relative deviation {loss_dev:.4f} (tolerance {LOSS_RTOL})")
-    print(f"flywheel GEMMs ran in {summary['flywheel']['gemm_dtypes']} (table {args.kernels_table or 'none'}); "
-          f"bf16 matmul instructions on this CPU: {_bf16_hw()}")
-    stem = args.name or ("train" if args.dtype == "bf16" else f"train_{args.dtype}") + (
-        f"_{args.threads}t" if args.threads != 1 else "")
-    _plot(results, RESULTS / f"{stem}_curves.png")
+    vocab = len(load_tokenizer(tok_dir))
+    cases = [run_case(c, args, data, tok_dir, vocab) for c in (args.case or CASES)]
+    print(f"{'case':15s} {'arm':9s} {'tokens/s':>9s} {'step ms':>9s} {'best ms':>9s} {'MFU %':>6s} {'RSS MB':>7s} "
+          f"{'loss':>7s}")
+    for c in cases:
+        for arm, s in c["summary"].items():
+            print(f"{c['case']:15s} {arm:9s} {s['tokens_per_s']:9.0f} {1e3 * s['median_step_s']:9.0f} "
+                  f"{1e3 * s['best_step_s']:9.0f} {100 * s['mfu']:6.2f} {s['peak_rss_mb']:7.0f} "
+                  f"{s['final_loss']:7.4f}")
+    for c in cases:
+        print(f"{c['case']}: flywheel / plain {c['speedup_tokens_per_s']:.2f}x (best step "
+              f"{c['speedup_best_step']:.2f}x; target 1.5x), loss max rel dev {c['loss_max_rel_dev']:.4f} "
+              f"(tol {LOSS_RTOL}), plain = {c['plain_choice']['attn']}"
+              f"{'/' + c['plain_choice']['experts'] if c['plain_choice']['experts'] else ''}, MFU <= 100%: "
+              f"{c['mfu_le_1']}")
+    print(f"CPU {cpu_model()} ({capability()}); bf16 matmul instructions: {bf16_matmul_hw()}; measured under load "
+          f"from other parallel work (load averages in the JSON)")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps({
+    flags = cpu_flags()
+    (RESULTS / f"{args.name}.json").write_text(json.dumps({
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), "cores": _cores(), "python": platform.python_version(),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "capability": capability(),
+                    "cpu_flags_gemm": sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))),
+                    "bf16_matmul_hw": bf16_matmul_hw(), "python": platform.python_version(),
                     "torch": torch.__version__, "transformers": transformers.__version__,
-                    "tokenizers": tokenizers.__version__, "bf16_matmul_hw": _bf16_hw(), "load_avg_start": load_start,
-                    "load_avg_end": _load()},
-        "setup": {"model": "qwen3_moe_tiny", "dtype": args.dtype, "steps": args.steps, "rows": ROWS, "seq_len": SEQ,
-                  "kernels_table": args.kernels_table or None, "threads": args.threads,
-                  "timing": "arms in lockstep, median step 2..N (best step beside it)"},
-        "arms": {"plain": "transformers defaults (sdpa, grouped_mm experts), HF loss with shift_labels and packed "
-                          "position ids, torch AdamW, clip_grad_norm_",
-                 "plain_causal": "as plain without position ids / document masking (labels=input_ids)",
-                 "flywheel": "training.launch.launch (flywheel train) with the kernel table; + MoE aux loss and "
-                             "per-expert stats, JSONL metrics"},
-        "summary": summary, "speedup_tokens_per_s": ratio, "speedup_best_step": ratio_best,
-        "speedup_vs_plain_causal": ratio_causal,
-        "target": 1.5, "met": ratio >= 1.5 and loss_dev <= LOSS_RTOL,
-        "loss_max_rel_dev": loss_dev, "loss_rtol": LOSS_RTOL,
-        "loss_curves": {arm: r["loss"] for arm, r in results.items()}}, indent=2))
+                    "tokenizers": tokenizers.__version__, "threads": args.threads,
+                    "note": "shared 2-core machine, measured under load from other parallel work"},
+        "timing": "arms in lockstep, median step 2..N (best step beside it)",
+        "arms": {"plain": "best-configured transformers loop (attention / experts implementation timed here), HF "
+                          "loss with shift_labels and packed position ids, torch AdamW, clip_grad_norm_",
+                 "flywheel": "training.launch.launch (flywheel train) with a kernel table tuned here for the case "
+                             "(no fp32-GEMM backends at bf16)"},
+        "cases": cases}, indent=2))
 
 
-def _plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    for arm, r in results.items():
-        axes[0].plot(range(1, len(r["loss"]) + 1), r["loss"], label=arm)
-        axes[1].plot(range(1, len(r["step_s"]) + 1), [r["tokens_per_step"] / s for s in r["step_s"]], label=arm)
-    axes[0].set(xlabel="step", ylabel="train loss", title="loss (plain_causal: incl. cross-document targets)")
-    axes[1].set(xlabel="step", ylabel="tokens/s", title="throughput (arms in lockstep)", yscale="log")
-    for ax in axes:
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def _bf16_hw() -> bool:
-    """Does the CPU have bf16 matmul instructions? Without them torch emulates bf16 and it is far slower than fp32."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+def _vm_hwm_mb() -> float:
+    """This process's peak RSS (VmHWM): unlike getrusage's ru_maxrss, it is not inherited from the parent across
+    fork + exec (the parent holds the tuned model, so ru_maxrss read the parent's 4 GB in every arm)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _load() -> list[float]:
-    import os
-
     return [round(x, 2) for x in os.getloadavg()]
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 if __name__ == "__main__":

@@ -77,9 +77,8 @@ def question_numbers(text: str) -> set[float]:
 
 def code_literals(code: str) -> list[float]:
     """Numeric literals of a program that could be model data (solver settings and print formatting excluded)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return []
     skip: set[int] = set()
     for node in ast.walk(tree):
@@ -111,9 +110,8 @@ def code_literals(code: str) -> list[float]:
 
 def printed_literals(code: str) -> list[float]:
     """Numeric literals passed straight to ``print`` (a program that prints its answer instead of computing it)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return []
     out: list[float] = []
     for node in ast.walk(tree):
@@ -144,6 +142,14 @@ def derivable(pool: set[float], x: float) -> bool:
 def contains_number(pool: set[float], x: float) -> bool:
     # 1e-9 relative: the same decimal written twice parses to the same float or one ulp apart.
     return any(abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y)) for y in pool)
+
+
+def _parse(code: str) -> ast.Module | None:
+    """The program's syntax tree, or None when it does not parse (then it states no literals)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _is_num(node: ast.AST) -> bool:

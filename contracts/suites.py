@@ -23,8 +23,9 @@ from types import ModuleType
 from typing import Any
 
 from contracts.api import REGISTRY, Contract, Severity, get_contract, load_builtins
-from flywheel.config import load_toml
+from solvers.config import load_toml
 from solvers.errors import ConfigError, FlywheelError, nearest, unknown_name
+from solvers.registry import by_name
 
 Entry = str | Contract | tuple[str, dict[str, Any]]
 
@@ -61,11 +62,7 @@ SUITES: dict[str, Callable[[], Suite]] = {}
 
 
 def register_suite(name: str) -> Callable[[Callable[[], Suite]], Callable[[], Suite]]:
-    def wrap(factory: Callable[[], Suite]) -> Callable[[], Suite]:
-        SUITES[name] = factory
-        return factory
-
-    return wrap
+    return by_name(SUITES, name)
 
 
 def suite_names() -> list[str]:

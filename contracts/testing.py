@@ -1,28 +1,17 @@
-"""Helpers to test a contract without the sandbox: a real problem with solver-verified ground truth, and the
-execution its reference model would produce (captured MPS, solution, objective), which a test then bends.
+"""Helpers to test a contract without the sandbox: the execution a problem's reference model would produce
+(captured MPS, solution, objective), which a test then bends. A real problem with solver-verified ground truth to
+start from comes from the generators (``flywheel.generators.testing.problem_with_truth``), a layer above this one.
 
 Used by the project's tests and meant for authors of user contracts.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from contracts.sample import Sample
 from solvers.ir import ObjSense, VarType
 from solvers.records import Attempt, ExecStatus, Execution, Problem, SolveCall, SolveStatus
-
-
-@lru_cache(maxsize=32)
-def problem_with_truth(family: str = "production_planning", seed: int = 0, difficulty: int = 2,
-                       infeasible: bool = False) -> Problem:
-    """A generated problem with its ground truth (solved by the project's two-solver ground truth)."""
-    from flywheel.generators.base import generate_problem
-    from solvers.ground_truth import solve_ground_truth
-
-    p = generate_problem(family, seed, difficulty, infeasible_share=1.0 if infeasible else 0.0)
-    return p.model_copy(update={"ground_truth": solve_ground_truth(p.ir)})
 
 
 def reference_solve(problem: Problem, **changes: Any) -> SolveCall:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from solvers.errors import unknown_name
+from solvers.registry import by_name
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,7 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(name: str) -> Callable[[Rule], Rule]:
-    def wrap(fn: Rule) -> Rule:
-        RULES[name] = fn
-        return fn
-
-    return wrap
+    return by_name(RULES, name)
 
 
 def _gap_width(pred: float, gt: float, gap: float) -> float:

@@ -3,9 +3,8 @@ key is an error that names the file, the key and the nearest valid one."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -13,13 +12,13 @@ from pydantic import (
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
-from solvers.errors import ConfigError, nearest
-
-SOLVER_APIS = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
+from solvers.config import load_toml, validate
+from solvers.errors import ConfigError
+from solvers.render import APIS
+from solvers.sandbox.program import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 
 
 class _Section(BaseModel):
@@ -55,9 +54,9 @@ class StoreSection(_Section):
 
 
 class SandboxSection(_Section):
-    timeout_s: float = Field(20.0, gt=0, description="wall-clock limit per program")
-    cpu_s: float = Field(20.0, gt=0, description="CPU-seconds limit per program")
-    memory_mb: int = Field(2048, gt=0, description="memory cap per program")
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="wall-clock limit per program")
+    cpu_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="CPU-seconds limit per program")
+    memory_mb: int = Field(DEFAULT_MEMORY_MB, gt=0, description="memory cap per program")
     license_file: str | None = Field(None, description="full solver licence file mounted read-only")
     backend: Literal["local", "ray"] = Field("local", description="where programs run: local warm pool, or ray "
                                              "(each node's isolated pool; extra `ray`)")
@@ -96,47 +95,6 @@ class FlywheelConfig(_Section):
     policy: PolicySection = Field(default_factory=PolicySection)
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        return tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError("file not found", culprit=str(p)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"malformed TOML: {exc}", culprit=str(p)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", culprit=str(p)) from None
-
-
-def validate(model: type[M], data: dict[str, Any], source: str) -> M:
-    """Validate ``data`` against ``model``; the error names the file, the dotted key and the nearest valid key."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(x) for x in err["loc"]]
-        key = ".".join(loc)
-        if err["type"] == "extra_forbidden":
-            valid = _fields_at(model, loc[:-1])
-            hint = nearest(loc[-1], valid)
-            did = f"; did you mean {'.'.join([*loc[:-1], hint])!r}?" if hint else ""
-            raise ConfigError(f"unknown key {key!r}{did} (valid: {', '.join(valid)})", culprit=source) from None
-        raise ConfigError(f"{key}: {err['msg']}", culprit=source) from None
-
-
-def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
-    current: Any = model
-    for part in path:
-        field = current.model_fields.get(part)
-        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
-            return []
-        current = field.annotation
-    return list(current.model_fields)
-
-
 def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> FlywheelConfig:
     """Defaults, then the TOML file (if any), then command-line overrides (None values are ignored)."""
     data: dict[str, Any] = load_toml(path) if path else {}
@@ -152,3 +110,15 @@ def load_config(path: str | Path | None = None, overrides: dict[str, dict[str, A
 
 def show_config(config: BaseModel) -> dict[str, Any]:
     return config.model_dump(mode="json", context={"all_defaults": True})
+
+
+def fixed_settings() -> dict[str, Any]:
+    """What is in force but not set in the TOML: the solver APIs (``solvers.render.APIS``), the tolerances
+    (``solvers.ground_truth`` agreement, ``contracts.tolerance`` rules) and the sandbox's own defaults."""
+    from contracts.tolerance import RULES
+    from flywheel.store.lineage import tolerances
+
+    gt = tolerances()["ground_truth"]
+    return {"solver_apis": list(APIS), "tolerance_rules": sorted(RULES), "ground_truth_rtol": gt["rtol"],
+            "ground_truth_atol": gt["atol"], "ground_truth_mip_gap": gt["mip_gap"],
+            "sandbox_timeout_s": DEFAULT_TIMEOUT_S, "sandbox_memory_mb": DEFAULT_MEMORY_MB}

@@ -1,65 +1,53 @@
-"""Candidates from outside the registry (an LLM through the policy backends, or a person), as Python files.
+"""Candidates from outside the registry (an LLM or a person), as Python files, and the sandboxed screen they pass
+before the tuner lets them into its own process.
 
 A candidate file defines ``OP = "<op name>"`` and ``def candidate(...)`` with the op's signature (the prompt an LLM
-gets is the reference implementation's source, ``prompt(op)``). It never runs in the tuner's process: the inputs are
-saved with ``torch.save``, and a child process (``python -m kernels.candidate``) imports the file, verifies it
-against ``reference`` on the captured, random and adversarial inputs, times it the same way the registered backends
-are timed, and prints one JSON line. A crash, a hang (timeout) or a wrong answer is a rejected candidate.
+gets is the reference implementation's source, ``prompt(op)``). Who writes the files is not this package's business:
+``flywheel.kernel_candidates.LLMWriter`` (the policy layer) asks a model and hands the tuner files.
 
-A winning candidate is named ``file:<stem>`` in the table, whose ``meta.candidate_files`` keeps the file's path;
-``register_files`` registers those backends again when the table is applied.
+The screen (``screen``): the file, the op's captured inputs (``torch.save``, base64) and a copy of this package's
+sources become one program for a ``Runner``, a callable the caller injects (the CLI passes the project's sandbox,
+``flywheel.kernel_candidates.sandbox_runner``: no network, memory / process / CPU caps, a scrubbed environment, a
+private working directory). In there a harness imports the file, verifies it against ``reference`` on the captured,
+random and adversarial inputs and races it against ``reference`` on the CPU. A crash, a hang, a refused system call,
+a wrong answer or a harness that does not return is a rejected candidate.
 
-``LLMWriter`` asks a policy (any spec ``flywheel run-round --policy`` takes, through the same backends, response cache
-and code extraction) for candidates: ``prompt(op)`` goes out, the reply's Python block is written as a candidate file
-with its provenance in a header comment, and from there it is raced like any other file. A reply that yields no
-usable file (no reply, no code, no ``OP`` / ``candidate``, the wrong op) is a ``Rejected`` with the reason.
+What the screen returns is a **claim**: code that runs in the harness's process can print or return anything. So
+nothing the screen reports reaches the table. A candidate that passes is loaded into the tuner's process
+(``registry.load_file``), verified there on the parent's own inputs, raced beside ``reference`` and the registered
+backends, and (if it wins) confirmed once more on fresh inputs it never saw (``kernels.tuner.tune_op``); the table
+records only those measurements. The screen's claim is kept beside them (``Candidate.detail``), so a candidate whose
+claim disagrees with the parent's measurement is visible as such.
+
+Trust boundary, stated plainly: the screen keeps what a candidate does while it is screened away from the network,
+the user's secrets and files. A candidate that passes runs unsandboxed in the tuner (its race) and, if it wins, in
+every training process that applies the table (``TuningTable.load`` registers the files it names). Code that
+behaves well only inside the sandbox is not caught by this; read a winning file before training with its table.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
+import base64
 import inspect
-import json
-import subprocess
-import sys
-import tempfile
-from dataclasses import dataclass, field
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+import kernels
 from kernels import registry
 
-if TYPE_CHECKING:
-    from flywheel.config import PolicySection
-    from flywheel.policies.backends.base import Backend
+SCREEN_TIMEOUT_S = 300.0  # importing torch in a fresh child (~2 s) + verification + a short race
 
-TIMEOUT_S = 600
-
-
-def backend_name(path: str | Path) -> str:
-    return f"file:{Path(path).stem}"
-
-
-def load_file(path: str | Path) -> str:
-    """Import a candidate file and register it as a backend of its op; returns the op name."""
-    path = Path(path)
-    spec = importlib.util.spec_from_file_location(f"kernels_candidate_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import candidate {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    op = mod.OP
-    registry.get(op)  # unknown op -> UnknownNameError
-    registry.backend(op, backend_name(path), note=f"candidate file {path}")(mod.candidate)
-    return op
-
-
-def register_files(files: dict[str, str]) -> None:
-    for path in files.values():
-        load_file(path)
+# Kept for callers that named them here before they moved to the registry.
+backend_name = registry.file_backend_name
+load_file = registry.load_file
+register_files = registry.register_files
 
 
 def prompt(op: str) -> str:
@@ -119,115 +107,125 @@ class Rejected:
     reason: str
 
 
-@dataclass
-class Written:
-    files: list[str] = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
-    requests_sent: int = 0
-    cache_hits: int = 0
+@dataclass(frozen=True)
+class Job:
+    """One program for a ``Runner``: ``code`` defines ``entry``, called with ``args``; ``files`` (relative name ->
+    text) are written into its working directory, which is on ``sys.path``."""
 
-    def meta(self, spec: str) -> dict[str, Any]:
-        return {"spec": spec, "files": self.files, "requests_sent": self.requests_sent,
-                "cache_hits": self.cache_hits,
-                "rejected": [{"op": r.op, "name": r.name, "reason": r.reason} for r in self.rejected]}
-
-
-@dataclass
-class LLMWriter:
-    """Writes ``k`` candidate files per op into ``folder`` from policy ``spec``; ``top`` is how many of the
-    profile's most expensive ops to ask about. Replies go through the policy response cache (``cache_dir``,
-    default ``folder``), so a re-run of the tuner asks nothing already answered."""
-
-    spec: str
-    folder: Path
-    k: int = 1
-    top: int = 3
-    temperature: float = 0.7
-    cache_dir: Path | None = None
-    settings: PolicySection | None = None
-    backend: Backend | None = None
-
-    def __call__(self, ops: list[str]) -> Written:
-        from flywheel.config import PolicySection
-        from flywheel.policies.backends.base import ChatRequest, Completion, make_backend
-        from flywheel.policies.cache import fingerprint
-        from flywheel.policies.extract import extract_code
-        from flywheel.policies.run import PolicyRun, ask, sample_seed
-        from solvers.records import content_hash
-
-        settings = self.settings or PolicySection()
-        backend = self.backend or make_backend(self.spec, settings)
-        sampling = {"temperature": self.temperature, "top_p": settings.top_p, "max_tokens": settings.max_tokens}
-        jobs: list[tuple[str, int, str, ChatRequest]] = []
-        for op in ops:
-            text = prompt(op)
-            prompt_hash = content_hash(text, 64)
-            for n in range(self.k):
-                key = fingerprint(**backend.identity, purpose="kernel_candidate", prompt_hash=prompt_hash,
-                                  sampling=sampling, op=op, sample_index=n)
-                jobs.append((op, n, prompt_hash, ChatRequest(
-                    key=key, messages=({"role": "user", "content": text},), temperature=self.temperature,
-                    top_p=settings.top_p, max_tokens=settings.max_tokens, seed=sample_seed(f"kernels/{op}", n))))
-        self.folder.mkdir(parents=True, exist_ok=True)
-        run = PolicyRun()
-        outcomes = ask(backend, [j[3] for j in jobs], self.cache_dir or self.folder, run, spec=self.spec)
-        out = Written(requests_sent=run.requests_sent, cache_hits=run.cache_hits)
-        for op, n, prompt_hash, req in jobs:
-            stem = f"{op}-{n}"
-            outcome = outcomes.get(req.key)
-            if not isinstance(outcome, Completion):
-                why = f"{outcome.kind}: {outcome.message}" if outcome is not None else "backend returned nothing"
-                out.rejected.append(Rejected(op, f"llm:{stem}", f"no reply ({why})"))
-                continue
-            (self.folder / f"{stem}.reply.md").write_text(outcome.text)
-            code = extract_code(outcome.text)
-            reason = check_source(code, op) if code else "reply holds no code"
-            if reason:
-                out.rejected.append(Rejected(op, f"llm:{stem}", reason))
-                continue
-            header = (f"# Kernel candidate for {op!r}, written by an LLM for `flywheel kernels tune`.\n"
-                      f"# policy: {self.spec}\n# model: {backend.spec.model}\n# prompt_sha256: {prompt_hash}\n"
-                      f"# request: {req.key}\n# sample: {n} (temperature {self.temperature:g})\n"
-                      f"# finish_reason: {outcome.finish_reason}\n\n")
-            path = self.folder / f"{stem}.py"
-            path.write_text(header + code)
-            out.files.append(str(path.resolve()))
-        return out
+    job_id: str
+    code: str
+    entry: str
+    args: list[Any]
+    files: dict[str, str]
+    timeout_s: float = SCREEN_TIMEOUT_S
 
 
-def evaluate(path: str | Path, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,
-             repeats: int) -> dict[str, Any]:
-    """Run the candidate in a child process; {"ok", "ms", "max_error", "detail"}."""
-    with tempfile.TemporaryDirectory() as tmp:
-        inputs = Path(tmp) / "inputs.pt"
-        torch.save({"op": op, "args": args, "kwargs": kwargs, "dtype": dtype, "device": device,
-                    "repeats": repeats}, inputs)
-        try:
-            proc = subprocess.run([sys.executable, "-m", "kernels.candidate", str(path), str(inputs)],
-                                  capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return {"ok": False, "ms": float("nan"), "max_error": float("inf"), "detail": "timeout"}
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"ok": False, "ms": float("nan"), "max_error": float("inf"), "detail": f"crashed: {tail}"}
-    return json.loads(lines[-1])
+@dataclass(frozen=True)
+class JobResult:
+    """What a runner saw: ``returned`` is the entry's JSON return value when it returned normally (``None``
+    otherwise), ``error`` why it did not (a status and message from the runner), ``isolation`` what it ran under."""
+
+    returned: Any
+    error: str = ""
+    isolation: str = ""
+    wall_s: float = 0.0
 
 
-def _child(path: str, inputs: str) -> None:
-    from kernels.tuner import time_backend, verify_all
+Runner = Callable[[Job], JobResult]
 
-    data = torch.load(inputs, weights_only=False)
-    op = load_file(path)
+# Runs inside the runner (the sandbox). Imports this package from the copy shipped in the working directory.
+HARNESS = '''
+import base64
+import io
+import math
+
+import torch
+
+
+def _num(x):
+    return x if isinstance(x, float) and math.isfinite(x) else None
+
+
+def screen(candidate_path, inputs_path):
+    torch.set_num_threads(1)
+    from kernels import registry
+    from kernels.tuner import race, verify_all
+
+    with open(inputs_path) as f:
+        data = torch.load(io.BytesIO(base64.b64decode(f.read())), weights_only=False)
+    op = registry.load_file(candidate_path)
     if op != data["op"]:
-        print(json.dumps({"ok": False, "ms": float("nan"), "max_error": float("inf"), "detail": "other op"}))
-        return
-    name = backend_name(path)
-    ok, err, detail = verify_all(op, name, data["args"], data["kwargs"], data["dtype"], data["device"])
-    ms = time_backend(registry.get(op, name).fn, data["args"], data["kwargs"], data["dtype"], data["device"],
-                      data["repeats"]) if ok else float("nan")
-    print(json.dumps({"ok": ok, "ms": ms, "max_error": err, "detail": detail}))
+        return {"ok": False, "detail": f"declares OP = {op!r}, screened for {data['op']!r}"}
+    name = registry.file_backend_name(candidate_path)
+    ok, err, detail = verify_all(op, name, data["args"], data["kwargs"], data["dtype"], "cpu")
+    if not ok:
+        return {"ok": False, "max_error": _num(err), "detail": detail}
+    ms = race({"reference": registry.get(op).fn, name: registry.get(op, name).fn}, data["args"], data["kwargs"],
+              data["dtype"], "cpu", data["repeats"])
+    return {"ok": True, "max_error": _num(err), "ms": _num(ms[name]), "reference_ms": _num(ms["reference"]),
+            "detail": ""}
+'''
 
 
-if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2])
+def package_sources() -> dict[str, str]:
+    """This package's Python sources, relative to the folder above it (``kernels/...py``), for the harness."""
+    root = Path(kernels.__file__).resolve().parent
+    return {f"kernels/{p.relative_to(root).as_posix()}": p.read_text() for p in sorted(root.rglob("*.py"))
+            if "__pycache__" not in p.parts}
+
+
+def _cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().requires_grad_(value.requires_grad)
+    if isinstance(value, tuple | list):
+        return type(value)(_cpu(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cpu(v) for k, v in value.items()}
+    return value
+
+
+def screen_job(path: str | Path, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str,
+               repeats: int, timeout_s: float = SCREEN_TIMEOUT_S) -> Job:
+    """The screening program for candidate ``path`` on ``op``'s captured inputs (moved to the CPU: the sandbox has
+    no accelerator; the parent's own checks run on the tuning device)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    torch.save({"op": op, "args": _cpu(args), "kwargs": _cpu(kwargs), "dtype": dtype, "repeats": repeats}, buf)
+    cand = f"candidates/{path.stem}.py"  # a folder not on sys.path: a file named torch.py shadows nothing
+    files = {**package_sources(), cand: path.read_text(), "inputs.b64": base64.b64encode(buf.getvalue()).decode()}
+    return Job(f"kernel-candidate-{path.stem}-{op}", HARNESS, "screen", [cand, "inputs.b64"], files, timeout_s)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The screen's verdict: ``ok`` False with ``detail`` (crash, denial, timeout, wrong numerics), or a claim."""
+
+    ok: bool
+    detail: str = ""
+    claimed_ms: float | None = None
+    claimed_reference_ms: float | None = None
+    isolation: str = ""
+
+    def claim(self) -> str:
+        if self.claimed_ms is None or self.claimed_reference_ms is None:
+            return "screen passed"
+        return (f"screen claimed {self.claimed_ms:.4g} ms vs reference {self.claimed_reference_ms:.4g} ms "
+                f"({self.claimed_reference_ms / self.claimed_ms:.2f}x)" if self.claimed_ms > 0 else
+                f"screen claimed {self.claimed_ms:.4g} ms")
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+        else None
+
+
+def screen(path: str | Path, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, repeats: int,
+           runner: Runner) -> Screen:
+    """Run the screening harness for ``path`` through ``runner``; never raises for what the candidate does."""
+    res = runner(screen_job(path, op, args, kwargs, dtype, repeats))
+    ret = res.returned
+    if not isinstance(ret, dict):
+        return Screen(False, f"sandbox: {res.error or 'the harness returned nothing'}", isolation=res.isolation)
+    if ret.get("ok") is not True:
+        return Screen(False, f"sandbox: {str(ret.get('detail') or 'rejected')[:300]}", isolation=res.isolation)
+    return Screen(True, "", _float(ret.get("ms")), _float(ret.get("reference_ms")), res.isolation)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from solvers.errors import unknown_name
@@ -69,6 +70,34 @@ def backends(op: str, device: str | None = None) -> list[Backend]:
 def op_names() -> list[str]:
     _load()
     return list(OPS)
+
+
+def file_backend_name(path: str | Path) -> str:
+    """The backend name of a candidate file: ``file:<stem>``."""
+    return f"file:{Path(path).stem}"
+
+
+def load_file(path: str | Path) -> str:
+    """Import a candidate file (``OP = "<op>"`` and ``def candidate(...)``) and register it as backend
+    ``file:<stem>`` of its op; returns the op name. This runs the file's code in this process: the tuner does it
+    only for a candidate that passed the sandboxed screen (``kernels.candidate``), and ``TuningTable.load`` for the
+    winners a table names."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"kernels_candidate_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import candidate {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    op = mod.OP
+    get(op)  # unknown op -> UnknownNameError
+    backend(op, file_backend_name(path), note=f"candidate file {path}")(mod.candidate)
+    return op
+
+
+def register_files(files: dict[str, str]) -> None:
+    """Register the candidate files a tuning table names (``meta.candidate_files``: backend -> path)."""
+    for path in files.values():
+        load_file(path)
 
 
 def has_module(name: str) -> Callable[[], bool]:

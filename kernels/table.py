@@ -13,6 +13,7 @@ File format (JSON)::
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,9 +21,15 @@ from typing import Any
 
 import torch
 
+from kernels import registry
+from kernels.machine import capability
 from solvers.errors import ConfigError
 
 VERSION = 1
+
+
+class TableMachineWarning(UserWarning):
+    """A tuning table recorded on another kind of machine was ignored."""
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -63,6 +70,8 @@ class TuningTable:
                            "defaults": self.defaults, "meta": self.meta}, indent=2)
 
     def save(self, path: str | Path) -> None:
+        """Write the table, stamped with this machine's kind (``meta.machine``) unless it already names one."""
+        self.meta.setdefault("machine", capability(self.device))
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(self.to_json())
 
@@ -72,7 +81,10 @@ class TuningTable:
         return cls(device=device, defaults=dict(choices))
 
     @classmethod
-    def load(cls, path: str | Path) -> TuningTable:
+    def load(cls, path: str | Path, device: str | None = None) -> TuningTable:
+        """The table at ``path``; an empty one (every op ``reference``), with a warning, when it was recorded on
+        another kind of machine than this one (``meta.machine`` vs ``kernels.machine.capability``) or names no
+        machine: winners measured on other matrix units are not evidence for these."""
         p = Path(path)
         if not p.is_file():
             raise ConfigError("kernel tuning table not found", culprit=str(path))
@@ -83,13 +95,19 @@ class TuningTable:
         if raw.get("version") != VERSION:
             raise ConfigError(f"kernel tuning table version {raw.get('version')!r}, expected {VERSION}",
                               culprit=str(path))
+        meta = dict(raw.get("meta", {}))
+        here = capability(device or raw.get("device", "cpu"))
+        recorded = meta.get("machine")
+        if recorded != here:
+            warnings.warn(f"kernel tuning table {path} was recorded on {recorded or 'an unrecorded machine'}, this "
+                          f"machine is {here}: ignored (every op runs its reference backend); run `flywheel kernels "
+                          f"tune` here", TableMachineWarning, stacklevel=2)
+            return cls(raw.get("device", "cpu"), meta={**meta, "ignored": f"recorded on {recorded}, here {here}"})
         entries = [Entry(**e) for e in raw.get("entries", [])]
-        files = raw.get("meta", {}).get("candidate_files") or {}
+        files = meta.get("candidate_files") or {}
         if files:  # candidate backends that won live in files beside the table: register them again
-            from kernels.candidate import register_files
-
-            register_files(files)
-        return cls(raw.get("device", "cpu"), entries, dict(raw.get("defaults", {})), dict(raw.get("meta", {})))
+            registry.register_files(files)
+        return cls(raw.get("device", "cpu"), entries, dict(raw.get("defaults", {})), meta)
 
 
 def majority_defaults(entries: Iterable[Entry]) -> dict[str, str]:

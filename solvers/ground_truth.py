@@ -23,6 +23,7 @@ from functools import cache
 from solvers.errors import unknown_name
 from solvers.ir import ConSense, Model, ObjSense, VarType
 from solvers.records import GroundTruth, SolverRun, SolveStatus
+from solvers.registry import by_name
 from solvers.stdout import fd1_redirected
 
 RTOL = 1e-6
@@ -40,12 +41,7 @@ SOLVERS: dict[str, SolverFn] = {}
 
 def solver(name: str) -> Callable[[SolverFn], SolverFn]:
     """Decorator: register a ground-truth solver under ``name``."""
-
-    def deco(fn: SolverFn) -> SolverFn:
-        SOLVERS[name] = fn
-        return fn
-
-    return deco
+    return by_name(SOLVERS, name)
 
 
 def solve_with(model: Model, solver: str, time_limit_s: float = TIME_LIMIT_S) -> SolverRun:

@@ -12,12 +12,12 @@ import pytest
 
 
 def flywheel_here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                  *args: str) -> tuple[int, str, str]:
-    """``flywheel *args`` in this process: (exit code, stdout, stderr)."""
+                  *args: str, columns: int = 200) -> tuple[int, str, str]:
+    """``flywheel *args`` in this process: (exit code, stdout, stderr); Rich sees a ``columns``-wide terminal."""
     from flywheel.cli import main
 
     monkeypatch.setattr(sys, "argv", ["flywheel", *args])
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", str(columns))
     capsys.readouterr()
     code = 0
     try:

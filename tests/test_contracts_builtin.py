@@ -8,7 +8,8 @@ import pytest
 from contracts import Outcome, Sample, Verdict, get_contract
 from contracts.engine import DISPUTED, run_suite
 from contracts.suites import Suite
-from contracts.testing import make_sample, problem_with_truth, reference_solve
+from contracts.testing import make_sample, reference_solve
+from flywheel.generators.testing import problem_with_truth
 from solvers.records import ExecStatus, SolveStatus
 from solvers.render import render
 

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from contracts.api import Outcome, get_contract
 from contracts.cot import STYLES, chain_of_thought, chat_messages, generator_response, policy_response
-from contracts.testing import make_sample, problem_with_truth
+from contracts.testing import make_sample
+from flywheel.generators.testing import problem_with_truth
 from solvers.render import render
 
 runner = CliRunner()

@@ -13,7 +13,8 @@ from contracts import Outcome, Repair, Sample, Verdict, contract
 from contracts.api import REGISTRY, get_contract
 from contracts.engine import REJECTED, run_suite
 from contracts.suites import Suite, load_contract_file, load_suite
-from contracts.testing import make_sample, problem_with_truth
+from contracts.testing import make_sample
+from flywheel.generators.testing import problem_with_truth
 from solvers.errors import ConfigError, FlywheelError, UnknownNameError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "contracts" / "examples" / "my_contracts.py"

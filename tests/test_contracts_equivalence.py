@@ -11,8 +11,8 @@ import pytest
 
 from contracts.equivalence import compare_models, from_ir, read_mps
 from contracts.equivalence.canonical import canonicalize, exact_hash, wl_hash
-from contracts.testing import problem_with_truth
 from flywheel.generators.base import family_names, generate_problem
+from flywheel.generators.testing import problem_with_truth
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import equivalence as bench  # noqa: E402

@@ -7,7 +7,8 @@ import pytest
 
 from contracts.engine import ACCEPTED, REJECTED, run_suite
 from contracts.suites import load_suite
-from contracts.testing import make_sample, problem_with_truth
+from contracts.testing import make_sample
+from flywheel.generators.testing import problem_with_truth
 from solvers.render import render
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.perturb import paraphrase
 
 from flywheel import benchmarks
 from flywheel.curation.decontam import DecontamIndex, DecontamParams
-from flywheel.curation.perturb import paraphrase
 from flywheel.curation.structural import structural_hash
 from flywheel.generators.base import family_names, generate_problem
 

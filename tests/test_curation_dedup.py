@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.perturb import paraphrase
 
 from flywheel.curation.cluster import DedupItem, DedupParams, cluster_items
 from flywheel.curation.mix import split_clusters
 from flywheel.curation.near import NearDupParams, lsh_bands, near_duplicate_pairs
 from flywheel.curation.normalize import exact_key, jaccard, shingle_set, tokenize
-from flywheel.curation.perturb import paraphrase
 from flywheel.curation.structural import structural_hash
 from flywheel.generators.base import family_names, generate_problem
 from solvers.ir import Model

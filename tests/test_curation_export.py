@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from cli_here import flywheel_here
+from support.perturb import paraphrase
 
 from contracts.verdicts import VerdictRow, verdict_id
-from flywheel.curation.perturb import paraphrase
 from flywheel.generators.base import generate_problem
 from flywheel.store import Store
 from flywheel.store.rows import attempt_row, execution_row, problem_row, solve_rows
@@ -154,7 +154,10 @@ def test_export_dedups_decontaminates_and_records(sft: tuple[Path, dict], store_
 
         st.refresh()
         hit = st.query("SELECT * FROM contamination WHERE shard_id = ?", [manifest["shard_id"]]).to_pylist()
-        assert [(h["problem_id"], h["benchmark"], h["item_id"]) for h in hit] == [("bench-copy", "nl4opt", "nl4opt-7")]
+        # nl4opt-7 (pulled text) and, from the shipped contamination index, optibench-266: OptiBench includes that
+        # NL4Opt question, so both benchmarks are named.
+        assert {(h["problem_id"], h["benchmark"], h["item_id"]) for h in hit} == {
+            ("bench-copy", "nl4opt", "nl4opt-7"), ("bench-copy", "optibench", "optibench-266")}
         clusters = st.query("SELECT * FROM clusters WHERE shard_id = ?", [manifest["shard_id"]]).to_pylist()
         assert len(clusters) == counts["selected"]
         by_problem = {c["problem_id"]: c for c in clusters}
@@ -276,3 +279,22 @@ def test_export_from_a_real_round(tmp_path: Path, capsys, monkeypatch) -> None:
         user, assistant = r["messages"]
         assert user["role"] == "user" and user["content"]
         assert assistant["content"].startswith(f"Model {r['family']}") and "```python\n" in assistant["content"]
+
+
+def test_index_alone_flags_the_planted_paraphrase(store_path: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """Nothing pulled (an empty cache): the shipped contamination index still drops the nl4opt paraphrase, and only it."""
+    monkeypatch.setenv("FLYWHEEL_BENCHMARK_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("FLYWHEEL_CONTAMINATION_INDEX", raising=False)
+    code, out, err = flywheel_here(capsys, monkeypatch, "export", "--stage", "sft", "--out", str(tmp_path / "o"),
+                                   "--store", str(store_path), "--format", "json")
+    assert code == 0, err
+    manifest = json.loads(out)
+    assert manifest["decontamination"]["benchmarks"] == [] and manifest["decontamination"]["contamination_index"]
+    assert manifest["counts"]["contaminated_samples"] == 1
+    with Store.open(store_path, create=False) as st:
+        import flywheel.curation.tables  # noqa: F401 - registers the curation tables before the views are built
+
+        st.refresh()
+        hit = st.query("SELECT * FROM contamination WHERE shard_id = ?", [manifest["shard_id"]]).to_pylist()
+    # The hits name the exact items: nl4opt-7 and its copy in OptiBench.
+    assert {(h["problem_id"], h["item_id"]) for h in hit} == {("bench-copy", "nl4opt-7"), ("bench-copy", "optibench-266")}

@@ -77,7 +77,7 @@ def test_pull_over_http_caches_and_loads(server: str, cache: Path) -> None:
     assert (items[0].id, items[0].question, items[0].answer) == (first["id"], first["question"], first["answer"])
     assert list(items[0].answers_accepted) == first["answers_accepted"]
     assert "answers_accepted" not in items[0].meta and items[0].meta["problem_class"] == first["problem_class"]
-    assert [p.name for p in dest.parent.iterdir()] == ["test.jsonl"]  # no temp files left behind
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["source.json", "test.jsonl"]  # no temp files left
 
 
 def test_hash_mismatch_is_refused_and_cache_untouched(tmp_path: Path, server: str, cache: Path) -> None:
@@ -97,13 +97,13 @@ def test_hash_mismatch_is_refused_and_cache_untouched(tmp_path: Path, server: st
         bad_srv.shutdown()
         bad_srv.server_close()
     assert good.read_bytes() == before
-    assert sorted(p.name for p in good.parent.iterdir()) == ["test.jsonl"]
+    assert sorted(p.name for p in good.parent.iterdir()) == ["source.json", "test.jsonl"]
     with pytest.raises(benchmarks.BenchmarkError, match="sha256 mismatch"):
         benchmarks.pull("nl4opt", path=tampered)
     assert good.read_bytes() == before
 
 
-def test_pull_from_local_path_and_errors(tmp_path: Path, cache: Path, server: str) -> None:
+def test_pull_from_local_path_and_errors(tmp_path: Path, cache: Path, server: str, monkeypatch) -> None:
     assert benchmarks.pull("optmath_bench", path=SHARED).is_file()  # folder holding <name>/test.jsonl
     copy = tmp_path / "copy.jsonl"
     shutil.copy(SHARED / "industryor_optimind" / "test.jsonl", copy)
@@ -113,7 +113,8 @@ def test_pull_from_local_path_and_errors(tmp_path: Path, cache: Path, server: st
         benchmarks.load_benchmark("optibench")
     with pytest.raises(benchmarks.BenchmarkError, match="HTTP 404"):
         benchmarks.pull("optibench", url=server + "/nowhere")
-    with pytest.raises(benchmarks.BenchmarkError, match="no source"):
+    monkeypatch.setenv(benchmarks.REWRITE_ENV, "https://raw.githubusercontent.com=http://127.0.0.1:9")
+    with pytest.raises(benchmarks.BenchmarkError, match="download failed"):  # no flags: upstream (here: nothing)
         benchmarks.pull("optibench")
     with pytest.raises(UnknownNameError, match="did you mean 'nl4opt'"):
         benchmarks.pull("nl4op", url=server)

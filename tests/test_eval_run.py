@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted_server import ScriptedServer
 
 from flywheel.evaluate.run import evaluate_policy, load_items
-from flywheel.policies.scripted_server import ScriptedServer
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "nl4opt" / "test.jsonl"
 

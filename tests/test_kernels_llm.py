@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted_server import ScriptedServer
 from typer.testing import CliRunner
 
 from flywheel.config import PolicySection
+from flywheel.kernel_candidates import LLMWriter
 from flywheel.policies.run import sample_seed
-from flywheel.policies.scripted_server import ScriptedServer
 from kernels import registry
-from kernels.candidate import LLMWriter
 
 GOOD = '''Fusing the gate into one expression:
 

@@ -1,5 +1,5 @@
 """The tuner end to end on a tiny Qwen3-MoE (fp32, one small batch): profile -> race -> verify -> table; candidate
-files run in a child process (a correct one is raced, a wrong one rejected); the CLI writes a table the trainer's
+files are screened in the sandbox and checked again here (a correct one is raced, a wrong one rejected); the CLI writes a table the trainer's
 ``kernels.apply`` loads."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 import kernels
+from flywheel.kernel_candidates import sandbox_runner
 from kernels.table import TuningTable
 from kernels.tuner import tune
 from training.models import build_model
@@ -41,7 +42,8 @@ def test_tune_writes_a_table_that_applies(tmp_path: Path) -> None:
     out = tmp_path / "table.json"
     table, results, steps = tune(model, batch, "float32", "cpu", repeats=2, step_repeats=1,
                                  ops={"swiglu", "moe_router", "rms_norm"}, out=out, skip={"compiled"},
-                                 candidate_files=[str(tmp_path / "good_swiglu.py"), str(tmp_path / "wrong_swiglu.py")])
+                                 candidate_files=[str(tmp_path / "good_swiglu.py"), str(tmp_path / "wrong_swiglu.py")],
+                                 runner=sandbox_runner())
     assert steps["before_s"] > 0 and steps["after_s"] > 0
     by_op = {r.op: r for r in results}
     assert set(by_op) == {"swiglu", "moe_router", "rms_norm"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import typer
+from support.scripted_server import ScriptedServer
 from typer.testing import CliRunner
 
 from flywheel.commands import policy
-from flywheel.policies.scripted_server import ScriptedServer
 
 
 def _app() -> typer.Typer:

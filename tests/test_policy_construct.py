@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.scripted_server import ScriptedServer
 
 from flywheel.config import PolicySection
 from flywheel.generators.base import generate_problem
 from flywheel.policies.construct import backtranslate, mutate, paraphrase
 from flywheel.policies.coverage import story_coverage
-from flywheel.policies.scripted_server import ScriptedServer
 
 SETTINGS = PolicySection(timeout_s=10, max_retries=1, backoff_base_s=0.01, max_tokens=256)
 

@@ -5,12 +5,12 @@ infrastructure row that says what happened, and a re-run only re-asks what faile
 from __future__ import annotations
 
 import pytest
+from support.scripted_server import ScriptedServer
 
 from flywheel.config import PolicySection
 from flywheel.generators.base import generate_problem
 from flywheel.policies import generate_attempts
 from flywheel.policies.run import sample_seed
-from flywheel.policies.scripted_server import ScriptedServer
 
 # Short timeouts and backoff keep the test fast; 2 s is still >100x the scripted server's normal reply time, even
 # on this shared 2-core machine under heavy load (a normal reply timing out would flip an expected outcome).

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from support.scripted_server import ScriptedServer
 
 from flywheel.config import load_config
-from flywheel.policies.scripted_server import ScriptedServer
 from flywheel.round import RoundPlan, run_round
 from flywheel.store import Store
 

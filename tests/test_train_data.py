@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from flywheel.curation.synthetic import problem_rows
 from training.data import IGNORE, Document, Mixture, Source, pack, tokenize_row
 from training.flops import active_matmul_params, flops_per_token
 from training.models import TINY_CONFIGS, build_model, enable_activation_checkpointing
-from training.synthetic import problem_rows
 from training.tokenizer import IM_END, render_chat, train_tokenizer
 
 

@@ -17,9 +17,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from flywheel.curation.synthetic import write_problem_shards, write_text_shard
 from training.config import load_recipe
 from training.progressive import run_progressive
-from training.synthetic import write_problem_shards, write_text_shard
 from training.trainer import Trainer, run
 
 pytestmark = pytest.mark.slow
@@ -95,10 +95,9 @@ def test_checkpoint_loads_with_transformers_and_generates(cpt_run) -> None:
     assert isinstance(tok.decode(gen[0, ids.shape[1]:]), str)
 
     # The same folder through the policy layer the next flywheel round uses (``hf:PATH``).
-    policies = pytest.importorskip("flywheel.policies")
-    from flywheel.policies.backends.base import ChatRequest, Completion
+    from flywheel.policies.backends.base import ChatRequest, Completion, make_backend
 
-    backend = policies.make_backend(f"hf:{final}")
+    backend = make_backend(f"hf:{final}")
     got: list = []
     request = ChatRequest(key="k", messages=({"role": "user", "content": "Minimise cost of 12 trucks."},),
                           temperature=0.0, top_p=1.0, max_tokens=8, seed=0)

@@ -1,4 +1,4 @@
-"""CPT checkpoint selection by proxy SFT: the Pass@1 rule, and the whole loop once the sandbox is present."""
+"""CPT checkpoint selection by proxy SFT (flywheel.evaluate.selection): the Pass@1 rule, and the whole loop."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from flywheel.evaluate.selection import passes
 from solvers.records import ExecStatus, Execution, SolveCall, SolveStatus
-from training.selection import passes
 
 
 def _ex(status: SolveStatus, objective: float | None) -> Execution:
@@ -33,11 +33,9 @@ def test_no_solve_never_passes() -> None:
 
 @pytest.mark.slow
 def test_selection_table_over_cpt_checkpoints(tmp_path: Path) -> None:
-    pytest.importorskip("solvers.sandbox", reason="sandbox issue not landed")
-    pytest.importorskip("solvers.ground_truth", reason="ground truth (renderers issue) not landed")
+    from flywheel.curation.synthetic import write_problem_shards
+    from flywheel.evaluate.selection import select_checkpoint
     from training.config import load_recipe
-    from training.selection import select_checkpoint
-    from training.synthetic import write_problem_shards
     from training.trainer import run
 
     cpt, sft = write_problem_shards(tmp_path / "shards", n_train=24, n_val=4, seed=21)

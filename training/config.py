@@ -2,7 +2,7 @@
 
 A recipe is one of the built-in names (``cpt``, ``sft``, ``progressive``: TOML files in ``training/recipes/``) or a
 path to a TOML file. Every default is visible in the resolved ``config.json`` a run writes, and an unknown key is an
-error that names the file, the key and the nearest valid key (``flywheel.config.validate``).
+error that names the file, the key and the nearest valid key (``solvers.config.validate``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from flywheel.config import load_toml, validate
+from solvers.config import load_toml, validate
 from solvers.errors import ConfigError, unknown_name
 
 RECIPES_DIR = Path(__file__).parent / "recipes"

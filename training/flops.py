@@ -18,11 +18,12 @@ fp32 where a kernel table computes the GEMMs in fp32: ``kernels.patch.gemm_dtype
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
 from torch import nn
+
+from kernels.peak import PEAK_SIZES, measure_cpu_peak  # noqa: F401  (re-exported: the one peak measurement)
 
 # Dense (no sparsity) bf16 peak FLOPs/s per device, from vendor data sheets.
 PEAK_FLOPS: dict[str, float] = {
@@ -32,8 +33,6 @@ PEAK_FLOPS: dict[str, float] = {
     "Ascend910B": 313e12,  # Huawei Ascend 910B (910B3-class), fp16/bf16 cube
     "Ascend910C": 752e12,  # Huawei Ascend 910C: two 910B-class dies per package
 }
-
-_cpu_peak_cache: dict[str, float] = {}
 
 
 def _attn_dims(config: Any) -> tuple[int, int, int]:
@@ -69,44 +68,17 @@ def flops_per_token(model: nn.Module, seq_len: int) -> float:
     return 6.0 * active_matmul_params(model) + 12.0 * layers * heads * head_dim * seq_len
 
 
-PEAK_SIZES = (64, 128, 256, 512)
-PEAK_BUDGET_S = 0.25
+def attention_shapes(config: Any, seq_len: int) -> list[tuple[int, int, int]]:
+    """The (M, K, N) of one head's QK^T and attention x V at ``seq_len``: GEMMs the MFU peak must also bound."""
+    _, _, head_dim = _attn_dims(config)
+    return [(seq_len, head_dim, seq_len), (seq_len, seq_len, head_dim)]
 
 
-def measure_cpu_peak(dtype: torch.dtype = torch.float32, size: int | None = None, repeats: int = 5) -> float:
-    """Best observed FLOPs/s of a square matmul on this CPU in ``dtype`` (cached per dtype for the process).
-
-    The best of several repeats, not the mean: peak means what the hardware can do when nothing else runs, and on a
-    shared machine the mean mostly measures the neighbours. And the best over sizes (``PEAK_SIZES``, unless ``size``
-    is given): where bf16 is emulated (no AVX512-BF16 / AMX) its rate depends strongly on the shape (measured here,
-    one thread: 2.5 GFLOP/s at 64^3, 0.5 at 512^3), so a 512^3-only "peak" sat below what a small model's bf16 GEMMs
-    reach and MFU read above 100%. The sweep keeps MFU <= 1 for any GEMM mix the sizes bracket.
-    """
-    key = str(dtype)
-    if size is None and key in _cpu_peak_cache:
-        return _cpu_peak_cache[key]
-    g = torch.Generator().manual_seed(0)
-    best_rate = 0.0
-    for n in (size,) if size else PEAK_SIZES:
-        a = torch.randn(n, n, generator=g).to(dtype)
-        b = torch.randn(n, n, generator=g).to(dtype)
-        torch.mm(a, b)
-        best, count, start = float("inf"), 0, time.perf_counter()
-        # At least ``repeats`` runs and at least PEAK_BUDGET_S per size: small matmuls take microseconds, and on a
-        # loaded machine only many tries find the quiet moment that the best-of needs.
-        while count < repeats or time.perf_counter() - start < PEAK_BUDGET_S:
-            t0 = time.perf_counter()
-            torch.mm(a, b)
-            best = min(best, time.perf_counter() - t0)
-            count += 1
-        best_rate = max(best_rate, 2.0 * n**3 / best)
-    if size is None:
-        _cpu_peak_cache[key] = best_rate
-    return best_rate
-
-
-def device_peak(device: str, dtype: torch.dtype) -> tuple[float, str]:
-    """(peak FLOPs/s, where it came from) for the device a run trains on."""
+def device_peak(device: str, dtype: torch.dtype,
+                shapes: tuple[tuple[int, int, int], ...] = ()) -> tuple[float, str]:
+    """(peak FLOPs/s, where it came from) for the device a run trains on. On CPU the peak is measured in ``dtype``
+    over the square sweep and the model's own GEMM ``shapes`` (``kernels.peak.gemm_shapes`` +
+    ``attention_shapes``), so MFU stays <= 100% (a square-only bf16 peak sat below skinny emulated-bf16 GEMMs)."""
     if device == "cuda" and torch.cuda.is_available():
         name = torch.cuda.get_device_name()
         for key, value in PEAK_FLOPS.items():
@@ -119,4 +91,6 @@ def device_peak(device: str, dtype: torch.dtype) -> tuple[float, str]:
         name = torch.npu.get_device_name()  # type: ignore[attr-defined]
         key = "Ascend910C" if "910C" in name or "910_93" in name else "Ascend910B"
         return PEAK_FLOPS[key], f"table:{key}"
-    return measure_cpu_peak(dtype), f"measured:cpu-{str(dtype).removeprefix('torch.')}-matmul"
+    kind = "+model-shapes" if shapes else ""
+    return (measure_cpu_peak(dtype, shapes=shapes),
+            f"measured:cpu-{str(dtype).removeprefix('torch.')}-matmul{kind}")

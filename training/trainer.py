@@ -28,11 +28,12 @@ import torch
 import torch.nn.functional as F
 from transformers.utils import logging as hf_logging
 
+from kernels.peak import gemm_shapes
 from solvers.errors import ConfigError
 from training.config import RecipeConfig
 from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source
 from training.device import DeviceSpec, World, all_reduce_sum, get_device, init_world, shard_model
-from training.flops import device_peak, flops_per_token
+from training.flops import attention_shapes, device_peak, flops_per_token
 from training.logs import MetricsLog, plot_curves
 from training.models import build_model, enable_activation_checkpointing
 from training.moe import MoEBalancer, load_summary
@@ -108,6 +109,9 @@ class Trainer:
         self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
         self.model.to(self.world.device)
         self.flops_per_token = flops_per_token(self.model, r.data.seq_len)
+        # The GEMM shapes of one micro-batch: the CPU MFU peak is measured on them (kernels.peak), never above 100%.
+        self.gemm_shapes = tuple(gemm_shapes(self.model, r.train.micro_batch * r.data.seq_len)
+                                 + attention_shapes(self.model.config, r.data.seq_len))
         self._kernels()
         if r.train.activation_checkpointing:
             enable_activation_checkpointing(self.model)
@@ -128,7 +132,7 @@ class Trainer:
             self._load_state(ckpt)
         # MFU divides by the peak of the dtype the GEMMs really run in: a tuned table may compute them in fp32 under
         # bf16 autocast (on CPUs without bf16 matrix units); with several dtypes, the highest peak (never flattering).
-        self.peak_flops, self.peak_source = max(device_peak(self.device.name, getattr(torch, d))
+        self.peak_flops, self.peak_source = max(device_peak(self.device.name, getattr(torch, d), self.gemm_shapes)
                                                 for d in sorted(self.gemm_dtypes))
         self.log = MetricsLog(self.out / "metrics.jsonl", self.step if ckpt else None) if self.world.main else None
         if self.world.main:
@@ -151,17 +155,15 @@ class Trainer:
         return load_tokenizer(tok_dir)
 
     def _kernels(self) -> None:
-        """The hook for the kernels issue: patch the model from a tuning table before sharding."""
+        """Patch the model from a kernel tuning table (``kernels.apply``) before sharding."""
         table = self.recipe.kernels.table
         run_dtype = "bfloat16" if self.recipe.train.dtype == "bf16" else "float32"
         self.gemm_dtypes = {run_dtype}
         if not table:
             return
-        try:
-            from kernels import apply  # type: ignore[attr-defined]
-            from kernels.patch import gemm_dtypes
-        except ImportError:
-            raise ConfigError("kernels.apply is not available in this checkout", culprit="kernels.table") from None
+        from kernels import apply
+        from kernels.patch import gemm_dtypes
+
         patched = apply(self.model, table=table, device=self.device.name)
         self.gemm_dtypes = gemm_dtypes(table, self.device.name, run_dtype)
         if self.world.main and not self.quiet:

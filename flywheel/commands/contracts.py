@@ -9,9 +9,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from solvers.errors import ConfigError, FlywheelError, StoreError
+from flywheel.commands.tables import render_table
+from solvers.errors import ConfigError, FlywheelError
 
 FORMATS = ("table", "json")
 
@@ -52,14 +52,11 @@ def list_(
     if fmt == "json":
         typer.echo(json.dumps({"contracts": rows, "suites": suites}, indent=2, default=str))
         return
-    table = Table(title=f"{len(rows)} contracts")
-    for col in ("name", "stage", "severity", "cost", "version", "description"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], r["stage"], r["severity"], f"{r['cost']:g}", r["version"],
-                      r["description"].split(". ")[0].split(": ")[0])
     console = Console()
-    console.print(table)
+    render_table([{"name": r["name"], "stage": r["stage"], "severity": r["severity"], "cost": f"{r['cost']:g}",
+                   "version": r["version"], "description": r["description"].split(". ")[0].split(": ")[0]}
+                  for r in rows], console, title=f"{len(rows)} contracts",
+                 priority=["name", "description", "stage", "severity"])
     for name, names in suites.items():
         console.print(f"[bold]suite {name}[/]: {', '.join(names)}")
 
@@ -100,14 +97,11 @@ def run(
     if fmt == "json":
         typer.echo(json.dumps(summary, indent=2))
         return
-    table = Table(title=f"suite {the_suite.name}: {summary['samples']} samples")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for key in ("accepted", "accepted_without_repairs", "repaired", "rejected", "disputed", "contract_errors"):
-        table.add_row(key, str(summary[key]))
-    for name, n in sorted(summary["rejected_by"].items(), key=lambda kv: -kv[1]):
-        table.add_row(f"rejected by {name}", str(n))
-    Console().print(table)
+    measures = [{"measure": key, "value": summary[key]} for key in ("accepted", "accepted_without_repairs", "repaired",
+                                                                    "rejected", "disputed", "contract_errors")]
+    measures += [{"measure": f"rejected by {name}", "value": n}
+                 for name, n in sorted(summary["rejected_by"].items(), key=lambda kv: -kv[1])]
+    render_table(measures, Console(), title=f"suite {the_suite.name}: {summary['samples']} samples")
 
 
 @app.command("explain")
@@ -132,17 +126,12 @@ def explain(
                                "disputes": disputes}, indent=2, default=str))
         return
     suites = sorted({v["suite"] for v in verdicts})
-    table = Table(title=f"sample {sample_id}: {len(verdicts)} verdicts (suite {', '.join(suites)})")
-    for col in ("contract@version", "severity", "outcome", "score", "message", "evidence"):
-        table.add_column(col, overflow="fold")
-    colour = {"pass": "green", "fail": "red", "skip": "yellow", "contract_error": "magenta"}
-    for v in verdicts:
-        table.add_row(f"{v['contract']}@{v['version']}", v["severity"],
-                      f"[{colour.get(v['outcome'], 'white')}]{v['outcome']}[/]",
-                      "" if v["score"] is None else f"{v['score']:g}", v["message"],
-                      json.dumps(v["evidence"], default=str)[:300])
     console = Console()
-    console.print(table)
+    render_table([{"contract": f"{v['contract']}@{v['version']}", "severity": v["severity"], "outcome": v["outcome"],
+                   "score": "" if v["score"] is None else f"{v['score']:g}", "message": v["message"],
+                   "evidence": json.dumps(v["evidence"], default=str)[:300]} for v in verdicts], console,
+                 title=f"sample {sample_id}: {len(verdicts)} verdicts (suite {', '.join(suites)})",
+                 priority=["contract", "outcome", "message", "severity", "score"])
     for r in repairs:
         console.print(f"[bold]repair[/] {r['kind']} by {r['contract']}: {r['message']}")
     for d in disputes:
@@ -182,10 +171,8 @@ def equivalent(
     verdict = "[green]equivalent[/]" if res.equivalent else "[red]not equivalent[/]"
     console = Console()
     console.print(f"{verdict} (layer: {res.layer}) - {res.reason}")
-    table = Table(show_header=False)
-    for k, v in res.evidence.items():
-        table.add_row(k, json.dumps(v, default=str)[:200])
-    console.print(table)
+    render_table([{"evidence": k, "value": json.dumps(v, default=str)[:200]} for k, v in res.evidence.items()],
+                 console)
 
 
 def register(root: typer.Typer) -> None:
@@ -193,10 +180,8 @@ def register(root: typer.Typer) -> None:
 
 
 def _open_store(path: Path | None) -> Any:
-    try:
-        from flywheel.store import DEFAULT_PATH, Store
-    except ImportError as exc:  # the store is another stage; say so plainly
-        raise StoreError(f"the store package is not available: {exc}", culprit="flywheel.store") from exc
+    from flywheel.store import DEFAULT_PATH, Store
+
     return Store.open(path or Path(DEFAULT_PATH), create=False)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import FlywheelError
 
 
@@ -27,27 +27,25 @@ def _rules(rule: str) -> tuple[str, ...]:
     return names
 
 
-def summary_table(summary: dict[str, Any], rules: tuple[str, ...], k: int = 1) -> Table:
-    table = Table(title="Pass@1 by benchmark and rule")
-    table.add_column("benchmark")
-    table.add_column("items", justify="right")
-    table.add_column("labelled", justify="right")
-    for r in rules:
-        table.add_column(f"{r} passed", justify="right")
-        table.add_column(f"{r} pass@1", justify="right")
-        if k > 1:
-            table.add_column(f"{r} pass@{k}", justify="right")
-    table.add_column("misses (strict)")
+def summary_table(summary: dict[str, Any], rules: tuple[str, ...], k: int = 1) -> list[dict[str, Any]]:
+    """Rows of the Pass@1 table (one per benchmark): print them with ``render_table``."""
+    rows = []
     for name, entry in summary.items():
-        row = [name, str(entry["items"]), str(entry["labelled_items"])]
+        row: dict[str, Any] = {"benchmark": name, "items": entry["items"], "labelled": entry["labelled_items"]}
         for r in rules:
             e = entry["rules"][r]
-            row += [str(e["passed"]), f"{100 * e['pass@1']:.1f}%"]
+            row[f"{r} passed"] = e["passed"]
+            row[f"{r} pass@1"] = f"{100 * e['pass@1']:.1f}%"
             if k > 1:
-                row.append(f"{100 * e[f'pass@{k}']:.1f}%")
-        row.append(", ".join(f"{c}={n}" for c, n in entry["miss_classes"].items()) or "-")
-        table.add_row(*row)
-    return table
+                row[f"{r} pass@{k}"] = f"{100 * e[f'pass@{k}']:.1f}%"
+        row["misses (strict)"] = ", ".join(f"{c}={n}" for c, n in entry["miss_classes"].items()) or "-"
+        rows.append(row)
+    return rows
+
+
+def _print_summary_table(console: Console, rows: list[dict[str, Any]], title: str) -> None:
+    pass1 = [c for c in (rows[0] if rows else {}) if c.endswith("pass@1")]
+    render_table(rows, console, title=title, priority=["benchmark", *pass1, "items"])
 
 
 def register(app: typer.Typer) -> None:
@@ -79,7 +77,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(summary, indent=2, sort_keys=True))
             return
         console = Console()
-        console.print(summary_table(summary, rules, k))
+        _print_summary_table(console, summary_table(summary, rules, k), "Pass@1 by benchmark and rule")
         disputes = sorted({i for e in summary.values() for i in e["disputes"]})
         if disputes:
             console.print(f"label disputes to review ({len(disputes)}): {', '.join(disputes[:20])}")
@@ -128,11 +126,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"summary": result.summary, **meta}, indent=2, sort_keys=True))
             return
         console = Console()
-        console.print(summary_table(result.summary, rules, k))
+        _print_summary_table(console, summary_table(result.summary, rules, k), "Pass@1 by benchmark and rule")
         if self_correct:
-            table = summary_table(result.corrected_summary, rules)
-            table.title = f"With up to {self_correct} self-correction turn(s) (not zero-shot)"
-            console.print(table)
+            _print_summary_table(console, summary_table(result.corrected_summary, rules),
+                                 f"With up to {self_correct} self-correction turn(s) (not zero-shot)")
         if result.infra_errors:
             console.print(f"[yellow]{len(result.infra_errors)} request(s) failed on the infrastructure side "
                           "(not counted as model failures; re-run to retry them)[/]")

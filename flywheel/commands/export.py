@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from flywheel.commands.tables import print_table, print_tables
 from flywheel.curation import tables as _curation_tables  # noqa: F401 - registers clusters/contamination for SQL
 from flywheel.store import DEFAULT_PATH, Store
 
@@ -22,11 +22,65 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+# Short headers: at 80 columns every header must stay readable; --format json keeps the long field names.
+_PASS_COLUMNS = {"family": "family", "difficulty": "diff", "policy": "policy", "round": "round", "samples": "n",
+                 "accepted": "acc", "pass_rate": "pass", "objective_match_rate": "obj ok", "exec_ok_rate": "exec ok",
+                 "median_wall_s": "wall s", "median_solve_s": "solve s"}
+_BOUNDARY_COLUMNS = {"policy": "policy", "family": "family", "attempts": "n", "pass": "pass", "code": "code",
+                     "solver": "solver", "formulation": "formul.", "infra": "infra", "pass_rate": "pass rate",
+                     "top_failures": "top failures"}
+
+
+def _renamed(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    return [{short: r.get(key) for key, short in names.items()} for r in rows]
+
+
+def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[str]]]:
+    """The five tables of `flywheel stats` as (title, rows, most important columns first)."""
+    failures = [{"family": r["family"], "reason": r["reason"], "count": r["count"], "share": r["share_of_family"]}
+                for r in data["failures"]]
+    return [
+        ("pass rates", _renamed(data["pass_rates"], _PASS_COLUMNS),
+         ["family", "diff", "policy", "pass", "n", "round", "acc", "obj ok", "exec ok", "solve s", "wall s"]),
+        ("pass rates by measured difficulty", [
+            {"policy": r["policy"], "level": r["measured_level"], "n": r["samples"], "pass": r["pass_rate"],
+             "knob": r["mean_knob"], "score": r["mean_measured"], "techniques": r["mean_techniques"]}
+            for r in data.get("by_measured_level", [])],
+         ["policy", "level", "pass", "n", "knob", "score", "techniques"]),
+        ("pass rates by modelling technique", [
+            {"policy": r["policy"], "technique": r["technique"], "n": r["samples"], "pass": r["pass_rate"]}
+            for r in data.get("by_technique", [])], ["policy", "technique", "pass", "n"]),
+        ("failure taxonomy", failures, ["family", "reason", "count", "share"]),
+        ("capability boundary (first failure along the pipeline)", _renamed(data["capability_boundary"],
+                                                                           _BOUNDARY_COLUMNS),
+         ["policy", "family", "n", "pass rate", "formul.", "solver", "code", "top failures", "infra", "pass"]),
+    ]
+
+
+def decontamination_summary(manifest: dict[str, Any]) -> str:
+    """One line saying what decontamination did (or that it was skipped, as the manifest records)."""
+    d = manifest["decontamination"]
+    if not d["enabled"]:
+        return "decontamination: skipped (--no-decontam, recorded in the manifest)"
+    parts = []
+    idx = d.get("contamination_index")
+    if idx:
+        parts.append(f"contamination index {idx['version']} ({'shipped' if idx['shipped'] else idx['path']}: "
+                     f"{idx['items_used']} items of {len(idx['built_from'])} benchmarks)")
+    if d["benchmarks"]:
+        parts.append(f"pulled text of {', '.join(b['benchmark'] for b in d['benchmarks'])}")
+    hits = manifest["counts"]["contamination_hits"]
+    found = ", ".join(f"{k} {v}" for k, v in sorted(hits.items())) or "no hits"
+    return (f"decontamination: {manifest['counts']['contaminated_samples']} samples dropped ({found}); checked "
+            f"against {' + '.join(parts)}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
         stage: str = typer.Option(..., "--stage", help="sft | cpt"),
-        out: Path = typer.Option(..., "--out", help="output directory (train/val .parquet + .jsonl, manifest.json)"),
+        out: Path | None = typer.Option(None, "--out", help="output directory (train/val .parquet + .jsonl, "
+                                        "manifest.json); default shards/STAGE-UTCTIME"),
         where: str | None = typer.Option(None, "--where", help="SQL predicate over the samples view (ANDed)"),
         suite: str | None = typer.Option(None, "--suite", help="select samples that pass this contract suite"),
         mix: Path | None = typer.Option(None, "--mix", help="TOML mixture file (weights, validation share, seed)"),
@@ -34,6 +88,8 @@ def register(app: typer.Typer) -> None:
         benchmark: list[str] = typer.Option([], "--benchmark", help="benchmark card or folder to decontaminate "
                                             "against (repeatable; default: every cached card)"),
         no_decontam: bool = typer.Option(False, "--no-decontam", help="skip decontamination (recorded)"),
+        index: Path | None = typer.Option(None, "--index", help="contamination index file (default: the one "
+                                          "`flywheel datasets index` rebuilt into the cache, else the shipped one)"),
         include_rejected: bool = typer.Option(False, "--include-rejected", help="do not require accepted"),
         ngram: int = typer.Option(13, "--ngram", help="word n-gram length of the decontamination overlap test"),
         system: str | None = typer.Option(None, "--system", help="system message for SFT records"),
@@ -42,11 +98,18 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace a non-empty output directory"),
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
-        """Select, dedup, decontaminate, split by cluster and mix samples into a training shard."""
+        """Select, dedup, decontaminate, split by cluster and mix samples into a training shard.
+
+        Decontamination is on by default: against the contamination index shipped in the package (hashes of every
+        carded benchmark) and the text of every pulled benchmark."""
+        import datetime as dt
+
         from flywheel.curation.decontam import DecontamParams
         from flywheel.curation.export import ExportRequest, export_shard
 
-        req = ExportRequest(
+        if out is None:
+            out = Path("shards") / f"{stage}-{dt.datetime.now(dt.UTC).strftime('%Y%m%d-%H%M%S')}"
+        req = ExportRequest(index_path=index,
             stage=stage, out=out, where=where, suite=suite, include_rejected=include_rejected, mix_file=mix,
             benchmarks=tuple(benchmark), decontaminate=not no_decontam, decontam=DecontamParams(n=ngram),
             system=system, template=template, overwrite=overwrite,
@@ -63,12 +126,13 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(manifest, indent=2))
             return
         counts = manifest["counts"]
-        table = Table("shard", "stage", "selected", "clusters", "duplicates", "contaminated", "train", "val", "out",
-                      title="export")
-        table.add_row(manifest["shard_id"], stage, str(counts["selected"]), str(counts["clusters"]),
-                      str(counts["duplicates_dropped"]), str(counts["contaminated_samples"]), str(counts["train"]),
-                      str(counts["val"]), str(out))
-        Console().print(table)
+        print_table([{"shard": manifest["shard_id"], "stage": stage, "selected": counts["selected"],
+                      "clusters": counts["clusters"], "dups": counts["duplicates_dropped"],
+                      "contam.": counts["contaminated_samples"], "train": counts["train"], "val": counts["val"],
+                      "out": str(out)}],
+                    title="export", priority=["shard", "train", "val", "contam.", "selected", "out", "dups",
+                                              "clusters", "stage"])
+        typer.echo(decontamination_summary(manifest))
 
     @app.command("stats")
     def stats(
@@ -86,32 +150,4 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(data, indent=2, default=str))
             return
-        console = Console()
-        rates = Table("family", "diff", "policy", "round", "samples", "accepted", "pass", "obj match", "exec ok",
-                      "median wall s", "median solve s", title="pass rates")
-        for r in data["pass_rates"]:
-            rates.add_row(*(_fmt(r[k]) for k in ("family", "difficulty", "policy", "round", "samples", "accepted",
-                                                 "pass_rate", "objective_match_rate", "exec_ok_rate", "median_wall_s",
-                                                 "median_solve_s")))
-        console.print(rates)
-        measured = Table("policy", "level", "samples", "pass", "mean knob", "mean score", "techniques",
-                         title="pass rates by measured difficulty")
-        for r in data["by_measured_level"]:
-            measured.add_row(*(_fmt(r[k]) for k in ("policy", "measured_level", "samples", "pass_rate", "mean_knob",
-                                                    "mean_measured", "mean_techniques")))
-        console.print(measured)
-        techniques = Table("policy", "technique", "samples", "pass", title="pass rates by modelling technique")
-        for r in data["by_technique"]:
-            techniques.add_row(*(_fmt(r[k]) for k in ("policy", "technique", "samples", "pass_rate")))
-        console.print(techniques)
-        failures = Table("family", "reason", "count", "share of family", title="failure taxonomy")
-        for r in data["failures"]:
-            failures.add_row(r["family"], r["reason"], str(r["count"]), _fmt(r["share_of_family"]))
-        console.print(failures)
-        boundary = Table("policy", "family", "attempts", "pass", "code", "solver", "formulation", "infra",
-                         "pass rate", "top failures", title="capability boundary (first failure along the pipeline)")
-        for r in data["capability_boundary"]:
-            boundary.add_row(r["policy"], r["family"], *(str(r[k]) for k in ("attempts", "pass", "code", "solver",
-                                                                              "formulation", "infra")),
-                             _fmt(r["pass_rate"]), r["top_failures"])
-        console.print(boundary)
+        print_tables(stats_tables(data), fmt=fmt)

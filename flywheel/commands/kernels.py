@@ -9,8 +9,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import ConfigError
 
 DTYPES = {"bf16": "bfloat16", "fp32": "float32", "bfloat16": "bfloat16", "float32": "float32"}
@@ -44,10 +44,7 @@ def _print(rows: list[dict[str, Any]], columns: list[str], title: str, fmt: str)
     if fmt == "json":
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    table = Table(*columns, title=title)
-    for r in rows:
-        table.add_row(*[f"{r[c]:.3g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in columns])
-    Console().print(table)
+    render_table(rows, Console(), title=title, columns=columns)
 
 
 app = typer.Typer(help="Fused kernels: tune a model's table, benchmark backends, measure the matmul peak.")
@@ -64,7 +61,7 @@ def tune_cmd(
     vocab: int = typer.Option(1024, "--vocab", help="vocabulary size for tiny archs"),
     repeats: int = typer.Option(5, "--repeats", help="timed runs per backend (median)"),
     op: list[str] = typer.Option([], "--op", help="tune only these ops (repeatable)"),
-    candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), run in a child process"),
+    candidate: list[Path] = typer.Option([], "--candidate", help="candidate file(s), screened in the sandbox"),
     skip: list[str] = typer.Option([], "--skip-backend", help="backends not to race (e.g. compiled)"),
     llm: str | None = typer.Option(None, "--llm", help="policy spec (openai:MODEL@URL | hf:PATH | vllm:PATH) "
                                    "that writes candidate files into <out>.candidates/"),
@@ -79,8 +76,8 @@ def tune_cmd(
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from flywheel.config import load_config
+    from flywheel.kernel_candidates import LLMWriter, sandbox_runner
     from kernels import registry
-    from kernels.candidate import LLMWriter
     from kernels.tuner import tune
     from training.device import get_device
 
@@ -105,7 +102,8 @@ def tune_cmd(
         task = prog.add_task("tuning")
         table, results, steps = tune(m, batch, _dtype(dtype), device, repeats=repeats, ops=set(op) or None,
                                      out=out, candidate_files=[str(c) for c in candidate], skip=set(skip),
-                                     progress=lambda s: prog.update(task, description=s), llm=writer)
+                                     progress=lambda s: prog.update(task, description=s), llm=writer,
+                                 runner=sandbox_runner() if candidate or writer else None)
     out_rows = []
     for r in results:
         ref = next(c for c in r.candidates if c.backend == "reference")

@@ -15,8 +15,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import ConfigError
 
 console = Console()
@@ -42,12 +42,7 @@ def _print(rows: list[dict[str, Any]], fmt: str, title: str) -> None:
     if fmt == "json":
         console.print_json(json.dumps(rows, default=str))
         return
-    table = Table(title=title)
-    for col in rows[0] if rows else []:
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*(str(v) for v in r.values()))
-    console.print(table)
+    render_table(rows, console, title=title)
 
 
 app = typer.Typer(help="Policies (LLMs): check a server, sample attempts, construct data.",

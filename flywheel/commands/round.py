@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from flywheel.config import load_config
 from flywheel.round import RoundOutcome, RoundPlan, run_round
 from flywheel.store import Store
@@ -113,34 +113,22 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
     rows = outcome.summary
     contracts_ran = any(r["checked"] for r in rows)
     verb = {"new": "finished", "resumed": "resumed and finished", "complete": "was already complete"}[outcome.status]
-    table = Table(title=f"round {outcome.round} {verb} in {outcome.seconds:.1f} s  ({store_path})")
-    cols = ["family", "generated", "verified", "disputed", "infeasible", "executed", "reproduced",
-            "median solve ms"] + (["accepted", "rejected"] if contracts_ran else [])
-    for c in cols:
-        table.add_column(c, justify="left" if c == "family" else "right", no_wrap=True)
-    totals = {c: 0 for c in cols[1:7]} | {"accepted": 0, "rejected": 0}
-    for r in rows:
-        cells = [r["family"], *(str(r[k]) for k in ("generated", "verified", "disputed", "infeasible", "executed",
-                                                     "reproduced")),
-                 f"{r['median_solve_ms']:.1f}" if r["median_solve_ms"] is not None else "-"]
-        if contracts_ran:
-            cells += [str(r["accepted"]), str(r["rejected"])]
-        for k in totals:
-            totals[k] += r.get(k.replace(" ", "_"), 0) or 0
-        table.add_row(*cells)
-    table.add_section()
-    total_cells = [f"all ({len(rows)} families)", *(str(totals[k]) for k in cols[1:7]), ""]
+    # Short headers so the table fits 80 columns; `flywheel sql` / --format json give the long names.
+    keys = {"family": "family", "generated": "gen", "verified": "verified", "disputed": "disputed",
+            "infeasible": "infeas.", "executed": "exec", "reproduced": "repro", "median_solve_ms": "solve ms"}
     if contracts_ran:
-        total_cells += [str(totals["accepted"]), str(totals["rejected"])]
-    table.add_row(*total_cells, style="bold")
-    console.print(table)
+        keys |= {"accepted": "acc", "rejected": "rej"}
+    table_rows = [{short: (f"{r[k]:.1f}" if k == "median_solve_ms" and r[k] is not None else r.get(k))
+                   for k, short in keys.items()} for r in rows]
+    summed = [k for k in keys if k not in ("family", "median_solve_ms")]
+    table_rows.append({"family": f"all ({len(rows)} families)", **{keys[k]: sum(r.get(k) or 0 for r in rows)
+                                                                   for k in summed}, "solve ms": ""})
+    render_table(table_rows, console, title=f"round {outcome.round} {verb} in {outcome.seconds:.1f} s ({store_path})",
+                 priority=["family", "gen", "verified", "acc", "rej", "exec", "repro", "infeas.", "disputed",
+                           "solve ms"])
     if outcome.rejected_by:
-        by = Table(title="rejected by contract")
-        by.add_column("contract")
-        by.add_column("samples", justify="right")
-        for name, n in outcome.rejected_by.items():
-            by.add_row(name, str(n))
-        console.print(by)
+        render_table([{"contract": name, "samples": n} for name, n in outcome.rejected_by.items()], console,
+                     title="rejected by contract")
     if rows and "samples" in rows[0]:
         _print_policy(console, rows)
     for note in outcome.notes:
@@ -155,10 +143,7 @@ def print_summary(console: Console, outcome: RoundOutcome, store_path: str) -> N
 
 
 def _print_policy(console: Console, rows: list[dict]) -> None:
-    table = Table(title="policy samples")
-    for c in ("family", "samples", "ran ok", "correct", "accepted", "pass@1", "pass@k"):
-        table.add_column(c, justify="left" if c == "family" else "right", no_wrap=True)
-    for r in rows:
-        table.add_row(r["family"], str(r["samples"]), str(r["policy_ran_ok"]), str(r["policy_correct"]),
-                      str(r["policy_accepted"]), f"{r['pass_at_1'] or 0:.2f}", f"{r['pass_at_k'] or 0:.2f}")
-    console.print(table)
+    render_table([{"family": r["family"], "samples": r["samples"], "ran ok": r["policy_ran_ok"],
+                   "correct": r["policy_correct"], "accepted": r["policy_accepted"],
+                   "pass@1": f"{r['pass_at_1'] or 0:.2f}", "pass@k": f"{r['pass_at_k'] or 0:.2f}"} for r in rows],
+                 console, title="policy samples")

@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import SandboxError
 from solvers.records import Execution
 
@@ -89,11 +89,10 @@ def register(app: typer.Typer) -> None:
             return
         console = Console()
         console.print(f"[bold]{execution.status}[/]  {execution.error}", highlight=False)
-        table = Table("api", "solver", "status", "objective", "bound", "vars", "int", "cons", "time s")
-        for s in execution.solves:
-            table.add_row(s.api, f"{s.solver} {s.solver_version}", str(s.status), str(s.objective), str(s.bound),
-                          str(s.n_vars), str(s.n_int_vars), str(s.n_constraints), f"{s.solve_time_s:.3f}")
-        console.print(table)
+        render_table([{"api": s.api, "solver": f"{s.solver} {s.solver_version}", "status": str(s.status),
+                       "objective": str(s.objective), "bound": str(s.bound), "vars": s.n_vars, "int": s.n_int_vars,
+                       "cons": s.n_constraints, "time s": f"{s.solve_time_s:.3f}"} for s in execution.solves],
+                     console, priority=["api", "status", "objective", "solver", "time s", "bound"])
         console.print(f"wall {execution.wall_s:.3f} s  cpu {execution.cpu_s:.3f} s  rss {execution.max_rss_mb:.0f} MB"
                       f"  isolation {execution.isolation}", highlight=False)
 
@@ -143,10 +142,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(dict(counts)))
             return
-        table = Table("status", "programs")
-        for status, n in counts.most_common():
-            table.add_row(status, str(n))
-        table.add_row("[bold]total[/]", str(sum(counts.values())))
-        Console().print(table)
+        render_table([*({"status": status, "programs": n} for status, n in counts.most_common()),
+                      {"status": "total", "programs": sum(counts.values())}], Console())
 
     app.add_typer(sandbox_app, name="sandbox")

@@ -12,8 +12,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from flywheel.store import DEFAULT_PATH, Store
 from solvers.errors import ConfigError, StoreError
 
@@ -57,15 +57,16 @@ def write_result(result: pa.Table, fmt: str, out: Path | None, max_width: int = 
     elif fmt == "json":
         _emit(json.dumps(result.to_pylist(), default=str, indent=1) + "\n", out)
     else:
-        table = Table(*result.column_names, show_lines=False)
-        for row in result.to_pylist():
-            table.add_row(*(_cell(v, max_width) for v in row.values()))
+        # Long values are cut at --max-width on purpose (a SQL result can hold whole programs); the column layout
+        # itself is fitted to the terminal by the shared helper (--format csv/json print everything).
+        rows = [{c: _cell(v, max_width) for c, v in zip(result.column_names, row.values(), strict=True)}
+                for row in result.to_pylist()]
         if out is not None:
             console = Console(file=io.StringIO(), width=200)
-            console.print(table)
+            render_table(rows, console, columns=result.column_names)
             _emit(console.file.getvalue(), out)  # type: ignore[attr-defined]
         else:
-            Console(width=None if sys.stdout.isatty() else 200).print(table)
+            render_table(rows, Console(width=None if sys.stdout.isatty() else 200), columns=result.column_names)
             Console(stderr=True).print(f"[dim]{result.num_rows} row(s)[/]")
 
 

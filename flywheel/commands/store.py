@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from flywheel.store import DEFAULT_PATH, TABLES, Store
 from flywheel.store.check import check_store
 from solvers.errors import StoreError
@@ -34,10 +33,9 @@ def register(app: typer.Typer) -> None:
                                    "quarantined": report.quarantined, "ok": report.ok}, indent=1))
         else:
             console = Console()
-            table = Table("table", "parts", "rows", title=f"store {store} (schema v{report.schema_version})")
-            for name, stats in sorted(report.tables.items()):
-                table.add_row(name, str(stats["parts"]), str(stats["rows"]))
-            console.print(table)
+            render_table([{"table": name, "parts": stats["parts"], "rows": stats["rows"]}
+                          for name, stats in sorted(report.tables.items())], console,
+                         title=f"store {store} (schema v{report.schema_version})")
             for f in report.findings:
                 colour = "red" if f.severity == "error" else "yellow"
                 console.print(f"[{colour}]{f.severity}[/]: {f.path}: {f.problem}", highlight=False)
@@ -63,9 +61,8 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps({"tables": rows, "bytes": size}, indent=1))
             return
-        table = Table("table", "parts", "rows", "key", "what a row is", title=f"{store}: {size / 1e6:.1f} MB")
-        for r in rows:
-            table.add_row(r["table"], str(r["parts"]), str(r["rows"]), r["key"], r["doc"])
-        Console(width=None if sys.stdout.isatty() else 160).print(table)
+        render_table([{"table": r["table"], "parts": r["parts"], "rows": r["rows"], "key": r["key"],
+                       "what a row is": r["doc"]} for r in rows], Console(),
+                     title=f"{store}: {size / 1e6:.1f} MB", priority=["table", "rows", "what a row is", "key"])
 
     app.add_typer(store_app, name="store")

@@ -11,8 +11,8 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
+from flywheel.commands.tables import render_table
 from solvers.errors import ConfigError
 
 
@@ -37,14 +37,8 @@ def _print_summary(summary: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         typer.echo(json.dumps(summary, indent=2))
         return
-    table = Table("metric", "value", title="training summary")
-    for key, value in summary.items():
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        elif isinstance(value, list | dict):
-            value = json.dumps(value)
-        table.add_row(key, str(value))
-    Console().print(table)
+    render_table([{"metric": key, "value": f"{value:.4g}" if isinstance(value, float) else value}
+                  for key, value in summary.items()], Console(), title="training summary")
 
 
 def register(app: typer.Typer) -> None:
@@ -101,11 +95,10 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(data, indent=2))
             return
-        table = Table("kind", "names", title="training")
-        table.add_row("recipes", ", ".join(data["recipes"]))
-        table.add_row("models", ", ".join(data["models"]))
-        table.add_row("devices", ", ".join(f"{k} ({v})" for k, v in data["devices"].items()))
-        Console().print(table)
+        render_table([{"kind": "recipes", "names": ", ".join(data["recipes"])},
+                      {"kind": "models", "names": ", ".join(data["models"])},
+                      {"kind": "devices", "names": ", ".join(f"{k} ({v})" for k, v in data["devices"].items())}],
+                     Console(), title="training")
 
     @train_app.command("select")
     def select(
@@ -118,17 +111,15 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("table", "--format", help="table | json"),
     ) -> None:
         """For each CPT checkpoint: short SFT, then Pass@1 on held-out generated problems; print the table."""
-        from training.selection import select_checkpoint
+        from flywheel.evaluate.selection import select_checkpoint
 
         result = select_checkpoint(cpt_run, sft_data, held_out, steps, seed, out or cpt_run / "selection")
         if fmt == "json":
             typer.echo(json.dumps(result, indent=2))
             return
-        table = Table("checkpoint", "proxy SFT val loss", "pass@1", "passed", title="CPT checkpoint selection")
-        for row in result["rows"]:
-            mark = " *" if row["checkpoint"] == result["best"] else ""
-            table.add_row(row["checkpoint"] + mark, f"{row['val_loss']:.4f}", f"{row['pass_at_1']:.3f}",
-                          f"{row['passed']}/{row['items']}")
-        Console().print(table)
+        render_table([{"checkpoint": row["checkpoint"] + (" *" if row["checkpoint"] == result["best"] else ""),
+                       "SFT val loss": f"{row['val_loss']:.4f}", "pass@1": f"{row['pass_at_1']:.3f}",
+                       "passed": f"{row['passed']}/{row['items']}"} for row in result["rows"]], Console(),
+                     title="CPT checkpoint selection (val loss: proxy SFT)")
 
     app.add_typer(train_app, name="train")

@@ -11,6 +11,10 @@ Three detectors, each reporting the benchmark and item id it matched:
   paraphrases keep a 13-gram in 98% of cases; the near-duplicate test (threshold 0.3) recovers the rest.
 - ``structural``: the sample's model has the structural hash of a benchmark reference model (same model up to
   names, order, scaling and sense), for benchmarks that ship reference models.
+
+The index keeps no benchmark text: n-grams are 64-bit hashes, numbers are hashed too, and the MinHash signatures are
+computed when an item is added. So an item can also be added from those hashes alone (``add_hashed``): that is how the
+contamination index shipped inside the package (``contam_index.py``) works on a machine with no benchmark pulled.
 """
 
 from __future__ import annotations
@@ -56,35 +60,66 @@ class BenchmarkHit(BaseModel):
     overlap: float = 0.0  # share of the benchmark question's n-grams found in the sample (ngram) or similarity (near)
 
 
+def text_hash(text: str) -> int:
+    """64-bit hash of an n-gram, a number token or a normalised question: stable across processes and machines.
+
+    64 bits because the check is membership in a set of ~10^6 benchmark n-grams: a sample's few hundred n-grams then
+    collide by chance with probability ~10^-11, where 32 bits would wrongly flag a few per cent of samples.
+    """
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def text_hashes(question: str, n: int) -> tuple[list[int], list[int], int]:
+    """(n-gram hashes, number hashes, question key) of one benchmark question."""
+    tokens = tokenize(question)
+    grams = sorted({text_hash(g) for g in ngrams(tokens, n)})
+    numbers = sorted({text_hash(t) for t in tokens if t[0].isdigit()})
+    return grams, numbers, text_hash(" ".join(tokens))
+
+
+def item_hashes(question: str, n: int, params: NearDupParams) -> tuple[list[int], list[int], int, np.ndarray]:
+    """(n-gram hashes, number hashes, question key, MinHash signature) of one benchmark question: all an index keeps."""
+    return (*text_hashes(question, n), signatures([question], params)[0])
+
+
 class DecontamIndex:
     """An index of benchmark questions (and reference-model hashes) that samples are checked against."""
 
     def __init__(self, params: DecontamParams | None = None) -> None:
         self.params = params or DecontamParams()
-        self._grams: dict[str, list[int]] = defaultdict(list)  # n-gram -> item keys
+        self._grams: dict[int, list[int]] = defaultdict(list)  # n-gram hash -> item keys
         self._items: list[tuple[str, str]] = []  # item key -> (benchmark, item id)
-        self._question_key: list[str] = []  # item key -> hash of its normalised question
-        self._texts: list[str] = []
+        self._question_key: list[int] = []  # item key -> hash of its normalised question
         self._n_grams: list[int] = []
         self._structural: dict[str, list[int]] = defaultdict(list)
-        self._signatures: np.ndarray | None = None  # MinHash rows of self._texts, computed on first near check
-        self._numbers: list[set[str]] = []
+        self._signature_rows: list[np.ndarray | None] = []  # MinHash signature of each item (None: still pending)
+        self._pending: dict[int, str] = {}  # item key -> question whose signature is computed on first near check
+        self._signatures: np.ndarray | None = None  # the rows stacked, on first near check
+        self._numbers: list[set[int]] = []  # hashed number tokens of each item
 
     def __len__(self) -> int:
         return len(self._items)
 
+    def benchmarks(self) -> list[str]:
+        return sorted({b for b, _ in self._items})
+
     def add(self, benchmark: str, item_id: str, question: str, structural_hash: str | None = None) -> None:
+        grams, numbers, key = text_hashes(question, self.params.n)
+        self._pending[len(self._items)] = question  # signatures are computed in one batch, when first needed
+        self.add_hashed(benchmark, item_id, grams, numbers, key, None, structural_hash)
+
+    def add_hashed(self, benchmark: str, item_id: str, gram_hashes: Sequence[int], number_hashes: Sequence[int],
+                   question_key: int, signature: np.ndarray | None, structural_hash: str | None = None) -> None:
+        """Add an item from its hashes (see ``item_hashes``): what the shipped contamination index holds."""
         key = len(self._items)
         self._items.append((benchmark, item_id))
-        self._texts.append(question)
-        tokens = tokenize(question)
-        self._numbers.append({t for t in tokens if t[0].isdigit()})
+        self._numbers.append(set(number_hashes))
+        self._signature_rows.append(None if signature is None else np.asarray(signature, dtype=np.uint32))
         self._signatures = None
-        grams = ngrams(tokens, self.params.n)
-        self._n_grams.append(len(grams))
-        self._question_key.append(hashlib.sha1(" ".join(tokens).encode()).hexdigest())
-        for g in grams:
-            self._grams[g].append(key)
+        self._n_grams.append(len(gram_hashes))
+        self._question_key.append(int(question_key))
+        for g in gram_hashes:
+            self._grams[int(g)].append(key)
         if structural_hash:
             self._structural[structural_hash].append(key)
 
@@ -103,7 +138,7 @@ class DecontamIndex:
         if unknown:
             raise unknown_name("decontamination detector", sorted(unknown)[0], list(KINDS))
         hits: list[list[BenchmarkHit]] = [self._ngram_hits(t) if "ngram" in kinds else [] for t in texts]
-        if self.params.near and "near" in kinds and self._texts and texts:
+        if self.params.near and "near" in kinds and self._items and texts:
             for i, sample, sim in self._near_pairs(texts):
                 bench, item = self._items[i]
                 if not any(h.item_id == item for h in hits[sample]):
@@ -121,18 +156,24 @@ class DecontamIndex:
     def _near_pairs(self, texts: Sequence[str]) -> list[tuple[int, int, float]]:
         """(benchmark item key, sample index, similarity) of near-duplicates; benchmark signatures are cached."""
         p = self.params.near_params
+        if self._pending:
+            keys = list(self._pending)
+            for k, sig in zip(keys, signatures([self._pending[k] for k in keys], p), strict=True):
+                self._signature_rows[k] = sig
+            self._pending.clear()
         if self._signatures is None:
-            self._signatures = signatures(self._texts, p)
-        n = len(self._texts)
+            self._signatures = np.stack(self._signature_rows)  # type: ignore[arg-type]
+        n = len(self._items)
         sig = np.concatenate([self._signatures, signatures(texts, p)])
         pairs = pairs_from_signatures(sig, p, cross_at=n)
-        pairs = filter_numbers(pairs, [*self._numbers, *(number_tokens(t) for t in texts)], p)
+        sample_numbers = [{text_hash(t) for t in number_tokens(text)} for text in texts]
+        pairs = filter_numbers(pairs, [*self._numbers, *sample_numbers], p)  # type: ignore[arg-type]
         return [(i, j - n, s) for i, j, s in pairs]
 
     def _ngram_hits(self, text: str) -> list[BenchmarkHit]:
         shared: Counter[int] = Counter()
         for g in ngrams(tokenize(text), self.params.n):
-            keys = self._grams.get(g)
+            keys = self._grams.get(text_hash(g))
             if keys and self._informative(g, keys):
                 shared.update(set(keys))
         out = []
@@ -152,7 +193,7 @@ class DecontamIndex:
         ``min_distinct_words`` distinct words, such as the table header "tower 1 tower 2 tower 3 ..." that a
         generated set-cover table and a benchmark table share without one copying the other.
         """
-        words = {t for t in gram.split() if not t[0].isdigit()}
+        words = {t for t in gram.split() if not t[0].isdigit()}  # the sample's gram: its text is at hand
         if len(words) < self.params.min_distinct_words:
             return False
         return len({self._question_key[k] for k in keys}) <= self.params.max_item_df

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flywheel import benchmarks
 from flywheel.curation import tables
 from flywheel.curation.cluster import Cluster, DedupItem, DedupParams, cluster_items
+from flywheel.curation.contam_index import load_index
 from flywheel.curation.decontam import BenchmarkHit, DecontamIndex, DecontamParams
 from flywheel.curation.formats import STAGES, build_row
 from flywheel.curation.mix import MixSpec, load_mix, repeats, split_clusters
@@ -68,6 +69,8 @@ class ExportRequest(BaseModel):
     mix_file: Path | None = None
     benchmarks: tuple[str, ...] = ()  # card names or paths; empty = every cached card
     decontaminate: bool = True
+    contamination_index: bool = True  # also check the contamination index (shipped, or rebuilt into the cache)
+    index_path: Path | None = None  # an explicit index file instead of the default one
     dedup: DedupParams = Field(default_factory=DedupParams)
     decontam: DecontamParams = Field(default_factory=DecontamParams)
     system: str | None = None
@@ -120,16 +123,17 @@ def _structural_hashes(rows: Sequence[dict[str, Any]]) -> list[str | None]:
     return out
 
 
-def load_decontam_index(names: Sequence[str], params: DecontamParams) -> tuple[DecontamIndex, list[dict[str, Any]]]:
-    """Index every requested benchmark (card name or path; none = every cached card) with its reference models."""
+def load_decontam_index(
+    names: Sequence[str], params: DecontamParams, use_index: bool = True, index_path: Path | None = None
+) -> tuple[DecontamIndex, list[dict[str, Any]], dict[str, Any] | None]:
+    """The decontamination index: every requested benchmark's text (card name or path; none = every cached card)
+    with its reference models, plus the contamination index's hashed items for every other benchmark.
+
+    Returns the index, what each text-level benchmark contributed, and the contamination index used (None if off).
+    A benchmark present as text is skipped in the hashed index: its text-level checks supersede the hashes.
+    """
     if not names:
         names = [n for n in benchmarks.load_cards() if benchmarks.is_cached(n)]
-        if not names:
-            raise ExportError(
-                "no benchmark is cached for decontamination: run `flywheel datasets pull NAME`, pass --benchmark "
-                "PATH, or --no-decontam to export without it",
-                culprit="export",
-            )
     index = DecontamIndex(params)
     used = []
     for name in names:
@@ -142,7 +146,18 @@ def load_decontam_index(names: Sequence[str], params: DecontamParams) -> tuple[D
         digest = hashlib.sha256("\n".join(f"{i.id}\t{i.question}" for i in items).encode()).hexdigest()
         used.append({"benchmark": label, "source": str(name), "items": len(items), "reference_models": len(models),
                      "items_sha256": digest})
-    return index, used
+    index_used = None
+    if use_index:
+        loaded = load_index(index_path)
+        added = loaded.add_to(index, skip=[u["benchmark"] for u in used])
+        index_used = {**loaded.describe(), "items_used": added}
+    if not len(index):
+        raise ExportError(
+            "nothing to decontaminate against: run `flywheel datasets pull NAME` or `flywheel datasets index`, pass "
+            "--benchmark PATH, or --no-decontam to export without it",
+            culprit="export",
+        )
+    return index, used, index_used
 
 
 def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -177,9 +192,11 @@ def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], Non
 
     hits: list[list[BenchmarkHit]] = [[] for _ in rows]
     bench_used: list[dict[str, Any]] = []
+    index_used: dict[str, Any] | None = None
     if req.decontaminate:
         say("decontamination")
-        index, bench_used = load_decontam_index(req.benchmarks, req.decontam)
+        index, bench_used, index_used = load_decontam_index(req.benchmarks, req.decontam, req.contamination_index,
+                                                            req.index_path)
         hits = index.check_many([it.text for it in items], hashes)
     row_of = {r["attempt_id"]: i for i, r in enumerate(rows)}
     clean = [c for c in clusters if not any(hits[row_of[k]] for k in c.members)]
@@ -232,7 +249,7 @@ def export_shard(store: Store, req: ExportRequest, progress: Callable[[str], Non
                   "representative_rule": REPRESENTATIVE_RULE},
         "split": {"rule": SPLIT_RULE, "validation": mix.validation, "seed": mix.seed},
         "decontamination": {"enabled": req.decontaminate, **req.decontam.model_dump(mode="json"),
-                            "benchmarks": bench_used},
+                            "benchmarks": bench_used, "contamination_index": index_used},
         "system_prompt": req.system,
         "prompt_template": req.template,
         "counts": counts,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from flywheel.config import load_toml, validate
+from solvers.config import load_toml, validate
 from solvers.errors import ConfigError
 
 AXES = ("source", "family", "difficulty", "measured_level", "policy")

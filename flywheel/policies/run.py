@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flywheel.config import SOLVER_APIS, PolicySection
+from flywheel.config import PolicySection
 from flywheel.policies.backends.base import Backend, ChatRequest, Completion, InfraFailure, Outcome, make_backend
 from flywheel.policies.cache import ResponseCache, fingerprint
 from flywheel.policies.extract import extract_code
 from flywheel.policies.prompts import RenderedPrompt, render
 from solvers.errors import ConfigError, unknown_name
 from solvers.records import Attempt, Problem, canonical_json, content_hash
+from solvers.render import APIS
 
 
 @dataclass
@@ -84,8 +85,8 @@ def generate_attempts(
         raise ConfigError("samples must be at least 1", culprit="--samples")
     if temperature < 0:
         raise ConfigError("temperature must be >= 0", culprit="--temperature")
-    if api not in SOLVER_APIS:
-        raise unknown_name("solver API", api, list(SOLVER_APIS))
+    if api not in APIS:
+        raise unknown_name("solver API", api, list(APIS))
     settings = settings or PolicySection()
     backend = backend or make_backend(spec, settings)
     run = PolicyRun()

@@ -5,30 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from flywheel.round.context import RoundContext, commit_every, one_line
+from contracts.suites import load_suite, suite_names
+from flywheel.round.context import RoundContext, commit_every
 from flywheel.round.execute import sandbox_config
 from flywheel.store.rows import load_samples
 
 
 def resolve_suite(name: str | None, notes: list[str] | None = None) -> Any | None:
-    """The contract suite to run, or None when none is asked for and the contracts package offers no default
-    (then the stage is skipped, with a note saying why). A suite asked for by name must load."""
-    try:
-        from contracts.suites import load_suite, suite_names
-
-        if name is not None:
-            return load_suite(name)
-        if "default" not in suite_names():
-            if notes is not None:
-                notes.append("contracts: no 'default' suite registered; stage skipped")
-            return None
-        return load_suite("default")
-    except ImportError as exc:
-        if name is not None:
-            raise
+    """The contract suite to run, or None when none is asked for and no default suite is registered (then the
+    stage is skipped, with a note saying why). A suite asked for by name must load."""
+    if name is not None:
+        return load_suite(name)
+    if "default" not in suite_names():
         if notes is not None:
-            notes.append(f"contracts: package not importable ({one_line(exc)}); stage skipped")
+            notes.append("contracts: no 'default' suite registered; stage skipped")
         return None
+    return load_suite("default")
 
 
 def stage_contracts(ctx: RoundContext) -> Iterator[int]:

@@ -32,9 +32,11 @@ def pending_attempts(store: Store, round: int) -> list[dict[str, Any]]:
 def sandbox_config(plan: RoundPlan) -> Any:
     """The sandbox settings of the round's config: its programs and the contracts' re-runs get the same limits."""
     from solvers.sandbox import SandboxConfig
+    from solvers.sandbox.program import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 
     s = plan.sandbox
-    kwargs: dict[str, Any] = {"timeout_s": s.get("timeout_s", 20.0), "memory_mb": s.get("memory_mb", 2048)}
+    kwargs: dict[str, Any] = {"timeout_s": s.get("timeout_s", DEFAULT_TIMEOUT_S),
+                              "memory_mb": s.get("memory_mb", DEFAULT_MEMORY_MB)}
     if s.get("cpu_s") is not None:
         kwargs["cpu_s"] = max(1, int(round(s["cpu_s"])))
     if s.get("license_file"):

@@ -17,7 +17,9 @@ from flywheel.generators.base import family_names
 from flywheel.round.context import COMMIT_SECONDS, RoundContext, commit_every, infra_error_row, one_line
 from flywheel.store.lineage import environment
 from flywheel.store.rows import attempt_row, problem_row
+from solvers.ground_truth import solve_ground_truth
 from solvers.records import canonical_json, content_hash
+from solvers.render import APIS, render, supports
 from solvers.stdout import fd1_redirected
 
 
@@ -30,29 +32,21 @@ def _generate_item(task: tuple[int, str, int, int | None, float, str]) -> dict[s
     errors: list[dict[str, Any]] = []
     problem = generate_problem(family, seed, difficulty, share)
     try:
-        from solvers.ground_truth import solve_ground_truth
-
         gt = solve_ground_truth(problem.ir)  # type: ignore[arg-type]
     except Exception as exc:  # a ground-truth fault is stored and reported, never silently dropped
         gt = GroundTruth(status=SolveStatus.ERROR, dispute_reason=f"ground truth failed: {one_line(exc)}")
         errors.append({"stage": "ground_truth", "kind": type(exc).__name__, "message": one_line(exc)})
     programs: dict[str, str] = {}
-    try:
-        from solvers.render import APIS, render, supports
-
-        if problem.ir is not None and not supports(problem.ir, api):
-            # e.g. ortools has no usable QP solver here: the reference program goes to the next API that has one
-            api = next((a for a in APIS if supports(problem.ir, a)), api)
-
-        for a in APIS:
-            try:
-                programs[a] = render(problem.ir, a, problem.question)  # type: ignore[arg-type]
-            except Exception as exc:
-                if a == api:
-                    errors.append({"stage": "render", "kind": type(exc).__name__,
-                                   "message": f"{a}: {one_line(exc)}"})
-    except ImportError as exc:
-        errors.append({"stage": "render", "kind": "ImportError", "message": one_line(exc)})
+    if problem.ir is not None and not supports(problem.ir, api):
+        # e.g. ortools has no usable QP solver here: the reference program goes to the next API that has one
+        api = next((a for a in APIS if supports(problem.ir, a)), api)
+    for a in APIS:
+        try:
+            programs[a] = render(problem.ir, a, problem.question)  # type: ignore[arg-type]
+        except Exception as exc:
+            if a == api:
+                errors.append({"stage": "render", "kind": type(exc).__name__,
+                               "message": f"{a}: {one_line(exc)}"})
     problem = problem.model_copy(update={"ground_truth": gt, "reference_programs": programs})
     code = programs.get(api)
     attempt = None
@@ -163,13 +157,14 @@ def _commit_generated(ctx: RoundContext, batch: list[dict[str, Any]], env: dict[
 
 
 def _warm_imports() -> None:
-    """Import the heavy modules once in the parent, so forked workers start with them loaded."""
+    """Import the heavy modules once in the parent, so forked workers start with them loaded (this package's own
+    ground truth and renderers are imported at the top of this module; the solver libraries behind them here)."""
     import importlib
 
-    for name in ("solvers.ground_truth", "solvers.render", "highspy", "gurobipy", "ortools.linear_solver.pywraplp"):
+    for name in ("highspy", "gurobipy", "ortools.linear_solver.pywraplp"):
         try:
             importlib.import_module(name)
-        except ImportError:
+        except ImportError:  # a solver library missing from this machine: its first program pays the import
             pass
     family_names()
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flywheel.config import SOLVER_APIS, FlywheelConfig
+from flywheel.config import FlywheelConfig
 from flywheel.generators.base import derive_seed, family_names, get_family
 from solvers.errors import ConfigError, unknown_name
 from solvers.records import canonical_json, content_hash
+from solvers.render import APIS
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class RoundPlan:
     seed: int
     difficulty: int | None
     infeasible_share: float
-    api: str  # one of SOLVER_APIS, or "rotate"
+    api: str  # one of APIS, or "rotate"
     sandbox: dict[str, Any] = field(default_factory=dict)
     suite: str | None = None  # contract suite run after execution; None = the default suite if one exists
     policy: str | None = None  # policy spec (flywheel.policies); None = reference programs only
@@ -55,8 +56,8 @@ class RoundPlan:
                 get_family(name)  # raises UnknownNameError naming the family and the nearest known one
         if len(set(families)) != len(families):
             raise ConfigError("a family is listed twice", culprit="--families")
-        if cfg.round.api != "rotate" and cfg.round.api not in SOLVER_APIS:
-            raise unknown_name("solver API", cfg.round.api, [*SOLVER_APIS, "rotate"])
+        if cfg.round.api != "rotate" and cfg.round.api not in APIS:
+            raise unknown_name("solver API", cfg.round.api, [*APIS, "rotate"])
         if policy is not None:
             if samples < 1:
                 raise ConfigError("samples must be at least 1", culprit="--samples")
@@ -91,5 +92,5 @@ class RoundPlan:
     def item(self, idx: int) -> tuple[str, int, str]:
         """(family, seed, api) of item ``idx``: families round-robin, APIs rotating independently."""
         family = self.families[idx % len(self.families)]
-        api = SOLVER_APIS[idx % len(SOLVER_APIS)] if self.api == "rotate" else self.api
+        api = APIS[idx % len(APIS)] if self.api == "rotate" else self.api
         return family, derive_seed(self.seed, idx), api

@@ -37,31 +37,15 @@ def environment() -> dict[str, Any]:
 
 def tolerances() -> dict[str, Any]:
     """The numeric tolerances in force: ground-truth agreement and MIP gap, contract tolerances if available."""
-    out: dict[str, Any] = {}
-    try:
-        from solvers import ground_truth as gt
+    from contracts import tolerance as ct
+    from solvers import ground_truth as gt
 
-        out["ground_truth"] = {"rtol": gt.RTOL, "atol": gt.ATOL, "mip_gap": gt.MIP_GAP,
-                               "time_limit_s": gt.TIME_LIMIT_S}
-    except (ImportError, AttributeError):
-        pass
-    try:
-        from contracts import tolerance as ct
-
-        out["contracts"] = {k: v for k, v in vars(ct).items()
-                            if k.isupper() and isinstance(v, int | float | str | bool)}
-    except ImportError:
-        pass
-    return out
+    return {"ground_truth": {"rtol": gt.RTOL, "atol": gt.ATOL, "mip_gap": gt.MIP_GAP, "time_limit_s": gt.TIME_LIMIT_S},
+            "contracts": {k: v for k, v in vars(ct).items() if k.isupper() and isinstance(v, int | float | str | bool)}}
 
 
 def _solver_threads() -> dict[str, Any]:
     """Threads used by ground-truth solves (single-threaded by design) and by sandboxed programs."""
-    out: dict[str, Any] = {"ground_truth": 1}
-    try:
-        from solvers.sandbox import SandboxConfig
+    from solvers.sandbox import SandboxConfig
 
-        out["sandbox"] = SandboxConfig().solver_threads
-    except ImportError:
-        pass
-    return out
+    return {"ground_truth": 1, "sandbox": SandboxConfig().solver_threads}

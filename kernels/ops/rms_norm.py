@@ -58,7 +58,7 @@ def compiled_(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
 @backend(OP, "triton", devices=("cuda",), available=cuda_triton,
          note="CUDA; tested on CPU under TRITON_INTERPRET=1 in fp32")
 def triton_(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    from kernels.tl.rms_norm import rms_norm
+    from kernels.triton_kernels.rms_norm import rms_norm
 
     return rms_norm(x, weight, eps)
 

@@ -66,7 +66,7 @@ def compiled_(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Te
          note="CUDA; tested on CPU under TRITON_INTERPRET=1 in fp32")
 def triton_(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
             unsqueeze_dim: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    from kernels.tl.rope import rope
+    from kernels.triton_kernels.rope import rope
 
     return rope(q, k, cos, sin, unsqueeze_dim)
 

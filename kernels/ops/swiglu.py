@@ -49,7 +49,7 @@ def compiled_(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 @backend(OP, "triton", devices=("cuda",), available=cuda_triton,
          note="CUDA; tested on CPU under TRITON_INTERPRET=1 in fp32")
 def triton_(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    from kernels.tl.swiglu import swiglu
+    from kernels.triton_kernels.swiglu import swiglu
 
     return swiglu(gate, up)
 

@@ -42,14 +42,20 @@ class Program(BaseModel):
         return files
 
 
+# The one default of each limit that a round's [sandbox] section (flywheel/config.py), `flywheel sandbox run` and a
+# bare SandboxConfig() share; `flywheel config show` prints them.
+DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_MEMORY_MB = 2048
+
+
 class SandboxConfig(BaseModel):
     """Limits and isolation of every program. Defaults suit generated OR programs on a small machine."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    timeout_s: float = 30.0  # wall clock per program
+    timeout_s: float = DEFAULT_TIMEOUT_S  # wall clock per program
     cpu_s: int | None = None  # RLIMIT_CPU; default: the wall timeout rounded up
-    memory_mb: int = 2048  # cgroup memory cap (RLIMIT_DATA in the fallback)
+    memory_mb: int = DEFAULT_MEMORY_MB  # cgroup memory cap (RLIMIT_DATA in the fallback)
     max_pids: int = 64  # cgroup pids cap and RLIMIT_NPROC (after the uid drop)
     max_open_files: int = 256
     max_file_mb: int = 64  # RLIMIT_FSIZE

@@ -1,5 +1,9 @@
 """``vllm:PATH``: vLLM's in-process engine, when the ``vllm`` extra is installed.
 
+Not executed here: vLLM needs a GPU, and no machine this project was developed on had one, so the generation path
+below (``_generate``) has never run; only the not-installed error is tested. Prefer ``vllm serve`` + ``openai:``
+(below) until it has.
+
 Without vLLM the spec fails at once with the way out: serve the checkpoint with ``vllm serve`` and use the
 ``openai:`` spec, which gives the same engine behind the retrying, caching HTTP client.
 """
@@ -19,7 +23,8 @@ from solvers.errors import ModelError
 
 
 def vllm_missing_message(path: str) -> str:
-    return (f"the vllm: backend needs the vllm package (pip install 'or-flywheel[vllm]'); or serve the checkpoint "
+    return (f"the vllm: backend (not executed here: never run on a machine with vLLM) needs the vllm package "
+            f"(pip install 'or-flywheel[vllm]'); or serve the checkpoint "
             f"with `vllm serve {path} --port 8000` and use --policy openai:{path}@http://127.0.0.1:8000/v1")
 
 

@@ -7,8 +7,11 @@ sandbox (``solvers.sandbox.run_batch``) and the objective the solver really repo
 verified ground truth (``solvers.ground_truth.solve_ground_truth``). The best Pass@1 wins; ties (common early on,
 when every candidate scores 0) go to the lower proxy-SFT held-out loss.
 
-The strict comparison rule: |a - b| <= 1e-6 + 1e-6 |b| (the ground-truth agreement tolerance), and an infeasible
-ground truth is matched only by a solve that concludes infeasible.
+The comparison is ``contracts.tolerance``'s ``strict`` rule, |a - b| <= 1e-6 (|b| + 1) (the ground-truth agreement
+tolerance), and an infeasible ground truth is matched only by a solve that concludes infeasible.
+
+It sits with evaluation, not in ``training/``: it generates problems, runs the sandbox and scores, all layers above
+the trainer, which it drives (``training.trainer.run``) as one more caller.
 """
 
 from __future__ import annotations
@@ -18,20 +21,19 @@ from typing import Any
 
 import torch
 
+from contracts.extract import extract_code
+from contracts.tolerance import compare
+from flywheel.curation.synthetic import SYSTEM
 from flywheel.generators.base import derive_seed, family_names, generate_problem
 from solvers.errors import ConfigError
+from solvers.ground_truth import solve_ground_truth
+from solvers.sandbox import Program, run_batch
 from training.config import RecipeConfig
-from training.synthetic import SYSTEM
-
-REL_TOL = ABS_TOL = 1e-6
+from training.trainer import run
 
 
 def held_out_items(n: int, seed: int) -> list[dict[str, Any]]:
     """``n`` generated problems with verified ground truth: id, messages (system + user), expected answer."""
-    try:
-        from solvers.ground_truth import solve_ground_truth
-    except ImportError:
-        raise ConfigError("selection needs solvers.ground_truth (the renderers issue)", culprit="held-out") from None
     fams = family_names()
     items = []
     for i in range(n):
@@ -53,7 +55,7 @@ def passes(execution: Any, answer: float | str | None) -> bool:
         return final.status.value == "infeasible"
     if final.objective is None:
         return False
-    return abs(final.objective - float(answer)) <= ABS_TOL + REL_TOL * abs(float(answer))
+    return compare(final.objective, float(answer), "strict").match
 
 
 @torch.no_grad()
@@ -74,9 +76,6 @@ def complete(model_dir: Path, items: list[dict[str, Any]], max_new_tokens: int =
 
 
 def pass_at_1(completions: list[str], items: list[dict[str, Any]]) -> list[bool]:
-    from contracts.extract import extract_code
-    from solvers.sandbox import Program, run_batch
-
     programs = [Program(program_id=f"sel-{i}", code=extract_code(text) or text) for i, text in enumerate(completions)]
     return [passes(ex, it["answer"]) for ex, it in zip(run_batch(programs), items, strict=True)]
 
@@ -84,8 +83,6 @@ def pass_at_1(completions: list[str], items: list[dict[str, Any]]) -> list[bool]
 def select_checkpoint(cpt_run: Path, sft_data: str, held_out: int, steps: int, seed: int,
                       out: Path, max_new_tokens: int = 512) -> dict[str, Any]:
     """Proxy-SFT every ``checkpoints/step-N`` of ``cpt_run`` and score it; ``best`` names the winner."""
-    from training.trainer import run
-
     candidates = sorted((cpt_run / "checkpoints").glob("step-*"), key=lambda d: int(d.name.split("-")[1]))
     if not candidates:
         raise ConfigError("CPT run has no checkpoints/step-N", culprit=str(cpt_run))

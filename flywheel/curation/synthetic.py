@@ -2,9 +2,10 @@
 
 The store's export is the real input of the trainer; this writes the same files (``train.parquet``,
 ``val.parquet``, their ``.jsonl`` twins, ``manifest.json``) from ``generate_problem`` so the trainer can be tested
-without a store. It depends only on stages upstream of training (generators, renderers). The assistant turn is the
-reference program rendered by ``solvers.render.render`` when that renderer works, else the formulation text and
-the instance data as JSON; either way it copies the question's numbers, which is what the demo must learn.
+without a store. It sits with curation (it writes training text from the generators, a layer above the trainer,
+which only reads shards). The assistant turn is the reference program rendered by ``solvers.render.render`` when
+the model's API supports it, else the formulation text and the instance data as JSON; either way it copies the
+question's numbers, which is what the demo must learn.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flywheel.generators.base import derive_seed, family_names, generate_problem
+from solvers.errors import FlywheelError
+from solvers.render import render
 
 SYSTEM = "You are an operations research expert. Write a complete Python program that models and solves the problem."
 
 
 def _answer(problem: Any, api: str) -> str:
     try:
-        from solvers.render import render
-
         return f"```python\n{render(problem.ir, api)}\n```"
-    except Exception:  # noqa: BLE001 - the renderers are written in parallel; any failure means "not usable yet"
+    except FlywheelError:  # the API cannot express this model (e.g. ortools and a quadratic objective)
         return f"{problem.formulation}\ndata = {json.dumps(problem.params, sort_keys=True)}"
 
 
@@ -58,7 +59,7 @@ def write_shard(out: str | Path, train: list[dict[str, Any]], val: list[dict[str
         pq.write_table(pa.Table.from_pylist(rows), d / f"{split}.parquet")
         (d / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (d / "manifest.json").write_text(json.dumps({"kind": kind, "train_rows": len(train), "val_rows": len(val),
-                                                 "source": "training.synthetic"}, indent=2))
+                                                 "source": "flywheel.curation.synthetic"}, indent=2))
     return d
 
 
