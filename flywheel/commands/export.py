@@ -36,7 +36,7 @@ def _renamed(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str
 
 
 def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[str]]]:
-    """The three tables of `flywheel stats` as (title, rows, most important columns first)."""
+    """The tables of `flywheel stats` (three, plus measured difficulty and techniques when there are rows) as (title, rows, most important columns first)."""
     failures = [{"family": r["family"], "reason": r["reason"], "count": r["count"], "share": r["share_of_family"]}
                 for r in data["failures"]]
     return [
@@ -45,9 +45,17 @@ def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], 
         ("failure taxonomy", failures, ["family", "reason", "count", "share"]),
         ("capability boundary (first failure along the pipeline)", _renamed(data["capability_boundary"],
                                                                            _BOUNDARY_COLUMNS),
-         ["policy", "family", "n", "pass rate", "formul.", "solver", "code", "limit", "top failures", "infra",
-          "pass"]),
-    ]
+         ["policy", "family", "n", "pass rate", "formul.", "solver", "code", "limit", "top failures", "infra", "pass"]),
+    ] + [t for t in [
+        ("pass rates by measured difficulty", [
+            {"policy": r["policy"], "level": r["measured_level"], "n": r["samples"], "pass": r["pass_rate"],
+             "knob": r["mean_knob"], "score": r["mean_measured"], "techniques": r["mean_techniques"]}
+            for r in data.get("by_measured_level", [])],
+         ["policy", "level", "pass", "n", "knob", "score", "techniques"]),
+        ("pass rates by modelling technique", [
+            {"policy": r["policy"], "technique": r["technique"], "n": r["samples"], "pass": r["pass_rate"]}
+            for r in data.get("by_technique", [])], ["policy", "technique", "pass", "n"]),
+    ] if t[1]]  # the measured-difficulty and technique tables, when the store has rows for them
 
 
 def decontamination_summary(manifest: dict[str, Any]) -> str:
