@@ -2,6 +2,12 @@
 family, against the one-solver baseline (HiGHS only, no second opinion) measured in the same run.
 
     .venv/bin/python bench/generate.py [--per-family 4] [--repeats 3] [--infeasible-share 0.1]
+    .venv/bin/python bench/generate.py --round 10000 --workers 2   # the round's pooled path, 10k problems
+
+``--round N`` also times the path a round takes (``flywheel.round.generate``: a fork pool of ``--workers``
+processes running generate + two-solver ground truth + every reference program + store rows, the parent writing
+batches of 500 into a real store), over N problems with families rotating as a round's items do, against the
+serial stage totals above as the baseline (problems/s ratio), and projects the time for 10,000 problems.
 
 Each repeat generates ``per-family`` problems per registered family (seeds 0..n-1, difficulty drawn from the seed
 as a round does), then times four stages per problem: ``generate`` (sample, IR, question, formulation),
@@ -75,11 +81,48 @@ def one_repeat(families: list[str], per_family: int, infeasible_share: float, wr
     return {"stage_s": stage, "per_family_s": per_family_s, "n": len(problems), "disputed": disputed}
 
 
+def round_path(n: int, workers: int, infeasible_share: float) -> dict[str, Any]:
+    """N problems through the round's generate worker in its fork pool, stored in batches: problems/s."""
+    from flywheel.generators.base import derive_seed
+    from flywheel.round.generate import _generate_item, _pool, _warm_imports
+    from flywheel.store import Store
+    from solvers.render import APIS as RENDER_APIS
+
+    families = family_names()
+    tasks = [(i, families[i % len(families)], derive_seed(0, i), None, infeasible_share,
+              RENDER_APIS[i % len(RENDER_APIS)]) for i in range(n)]
+    root = Path(tempfile.mkdtemp(prefix="bench-generate-round-"))
+    _warm_imports()
+    t0 = time.perf_counter()
+    disputed, batch = 0, []
+    with Store.open(root / "store") as store, _pool(workers, n) as pool:
+        results = pool.map(_generate_item, tasks, chunksize=8) if pool else map(_generate_item, tasks)
+
+        def flush() -> None:
+            store.write("problems", 0, [b["problem"] for b in batch])
+            store.write("attempts", 0, [b["attempt"] for b in batch if b["attempt"]])
+
+        for res in results:
+            batch.append(res)
+            disputed += res["disputed"]
+            if len(batch) >= 500:
+                flush()
+                batch = []
+        if batch:
+            flush()
+        stored = store.count("problems")
+    seconds = time.perf_counter() - t0
+    return {"problems": n, "stored": stored, "workers": workers, "seconds": seconds, "problems_per_s": n / seconds,
+            "projected_10k_s": 10_000 * seconds / n, "disputed": disputed}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--per-family", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--infeasible-share", type=float, default=0.1)
+    ap.add_argument("--round", type=int, default=0, help="also time N problems through the round's pooled path")
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     families = family_names()
     write = store_writer()
@@ -109,6 +152,14 @@ def main() -> None:
     per_family = {f: statistics.median(r["per_family_s"][f] for r in results) / args.per_family for f in families}
     print("slowest families (ms per problem, generate + GT + render):",
           ", ".join(f"{f} {1000 * s:.0f}" for f, s in sorted(per_family.items(), key=lambda kv: -kv[1])[:5]))
+    pooled = None
+    if args.round:
+        pooled = round_path(args.round, args.workers, args.infeasible_share)
+        serial_rate = n / full
+        print(f"round path: {pooled['problems']} problems ({pooled['stored']} stored) on {pooled['workers']} workers "
+              f"in {pooled['seconds']:.1f} s = {pooled['problems_per_s']:.1f} problems/s "
+              f"({pooled['problems_per_s'] / serial_rate:.2f}x the serial full path); 10,000 problems: "
+              f"{pooled['projected_10k_s']:.0f} s projected")
     print("note: measured on a shared 2-core machine while other jobs ran; absolute times are distorted, "
           "ratios less so.")
     out = {
@@ -124,6 +175,7 @@ def main() -> None:
         "per_family_ms_median": {f: 1000 * s for f, s in per_family.items()},
         "disputed": [r["disputed"] for r in results],
         "store": bool(write),
+        "round_path": pooled,
         "note": "shared 2-core machine under load from other jobs: absolute times distorted",
     }
     path = Path(__file__).resolve().parent / "results" / "generate.json"

@@ -19,6 +19,9 @@ _SCALE = re.compile(r"\s*(" + "|".join(_SCALE_WORDS) + r")\b", re.IGNORECASE)
 # Literal values that need no justification from the question: loop bounds, signs, unit steps, big-M style
 # constants, which every modeller writes without the question stating them.
 TRIVIAL = {0.0, 1.0, 2.0, -1.0}
+# Unit conversions a question leaves to the modeller (minutes per hour, percent, a dozen, hours per day, days per
+# week, grams per kilogram, seconds per hour): a program may use them without the question stating them.
+UNIT_CONSTANTS = {60.0, 100.0, 12.0, 24.0, 7.0, 1000.0, 3600.0}
 
 # Calls / attributes / keywords whose numeric arguments are solver settings, not model data.
 _SETTING_WORDS = ("param", "time", "limit", "gap", "thread", "seed", "verbose", "msg", "log", "output", "tolerance",

@@ -33,6 +33,20 @@ class RoundSection(_Section):
     infeasible_share: float = Field(0.05, ge=0, le=1, description="share of deliberately infeasible instances")
     api: str = Field("rotate", description="solver API of reference programs, or 'rotate' across all five")
     workers: int | None = Field(None, gt=0, description="parallel workers; None = number of cores")
+    backend: Literal["local", "ray"] = Field("local", description="where problems are generated and solved: "
+                                             "a local fork pool, or ray (extra `ray`; same records)")
+    address: str | None = Field(None, description="ray cluster address; None: RAY_ADDRESS or a local Ray instance")
+
+    @model_serializer(mode="wrap")
+    def _placement_when_set(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """Where problems are generated is not what a round is: at their defaults the placement keys are left out
+        of the dump (as the sandbox section's), so stores made before they existed still resume."""
+        data = handler(self)
+        if not (info.context or {}).get("all_defaults"):
+            for key in ("backend", "address"):
+                if key in data and data[key] == type(self).model_fields[key].default:
+                    del data[key]
+        return data
 
 
 class StoreSection(_Section):

@@ -86,6 +86,9 @@ class Problem(Record):
     label_source: str = "generator"  # generator | benchmark | teacher | self
     template_id: str = ""
     domain: str = ""
+    application_domain: str = ""  # one of the generators' APPLICATION_DOMAINS (manufacturing, logistics, ...)
+    techniques: tuple[str, ...] = ()  # modelling techniques the model needs (big_m_indicator, fixed_charge, ...)
+    distractors: tuple[float, ...] = ()  # numbers the question states that play no part in the model
 
 
 class SolveCall(Record):

@@ -18,6 +18,7 @@ import highspy
 import numpy as np
 import pytest
 
+from flywheel.generators._phrasing import APPLICATION_DOMAINS, TECHNIQUES
 from flywheel.generators.base import MAX_DIFFICULTY, MIN_DIFFICULTY, generate_problem, get_family
 from flywheel.generators.base import family_names as _family_names
 from solvers.ground_truth import run_highs
@@ -99,15 +100,16 @@ def test_difficulty_scales_size(family: str) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_templates_and_domains_reachable_and_distinct(family: str) -> None:
     fam = get_family(family)
-    assert fam.n_templates >= 4 and len(fam.domains) >= 3
-    seen = {(p.template_id, p.domain) for p in (generate_problem(family, s, difficulty=1) for s in range(60))}
-    assert len({t for t, _ in seen}) == fam.n_templates
+    n = fam.n_phrasings()
+    assert n >= 8 and fam.n_templates >= 4 and len(fam.domains) >= 3
+    seen = {(p.template_id, p.domain) for p in (generate_problem(family, s, difficulty=1) for s in range(120))}
+    assert len({t for t, _ in seen}) == n
     assert len({d for _, d in seen}) == len(fam.domains)
     for domain in fam.domains:
         data = as_jsonable(fam.sample(np.random.default_rng(7), 2, domain))
-        texts = [fam.question(data, t, domain) for t in range(fam.n_templates)]
+        texts = [fam.phrase(data, t, domain) for t in range(n)]
         assert all(len(t) > 80 for t in texts)
-        assert len(set(texts)) == fam.n_templates, "templates must phrase the problem differently"
+        assert len(set(texts)) == n, "phrasings must differ"
     # Different domains tell different stories (their vocabularies differ, not just the numbers).
     words = [set(re.findall(r"[A-Za-z]{4,}", fam.question(as_jsonable(fam.sample(np.random.default_rng(7), 2, d)), 0,
                                                                d))) for d in fam.domains]
@@ -123,9 +125,47 @@ def test_question_states_every_parameter_number(family: str) -> None:
         for variant in (data, as_jsonable(fam.make_infeasible(data, rng))):
             ir = fam.build(variant)
             assert any(not p.derived for p in ir.params)
-            for template in range(fam.n_templates):
-                question = fam.question(variant, template, domain)
+            model_numbers = {number_text(x) for p in ir.params for x in p.numbers()}
+            for template in range(fam.n_phrasings()):
+                question = fam.phrase(variant, template, domain)
                 assert not missing_numbers(ir, question), (template, domain, missing_numbers(ir, question))
+                # Distractors are stated, and none is a model number: a coverage check can tell them apart.
+                stated = {number_text(x) for x in question.distractors}
+                assert stated <= number_tokens(question), (template, question.distractors)
+                assert not stated & model_numbers, (template, stated & model_numbers)
+
+
+_INTEGER_WORDS = re.compile(r"\b(integer|integers|integral|whole)\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_phrasing_styles_cover_stories_tables_distractors_and_orders(family: str) -> None:
+    """Every family reaches a story, a Markdown table, distractor numbers and data in another order; a phrasing
+    that claims implied integrality states no integrality word; a reordered phrasing really reorders."""
+    fam = get_family(family)
+    domain = fam.domains[0]
+    data = as_jsonable(fam.sample(np.random.default_rng(5), 2, domain))
+    questions = [fam.phrase(data, t, domain) for t in range(fam.n_phrasings())]
+    styles = set().union(*(q.styles for q in questions))
+    assert {"story", "table", "distractors", "reordered"} <= styles, styles
+    for t, q in enumerate(questions):
+        if "table" in q.styles:
+            assert "|---|" in q, t
+        if "distractors" in q.styles:
+            assert len(q.distractors) >= 1, t
+        if "implied_integrality" in q.styles:
+            assert not _INTEGER_WORDS.search(q), (t, _INTEGER_WORDS.search(q))
+    # The generic reordered variant (the last one) states template 3's data in another order.
+    assert "reordered" in questions[-1].styles and str(questions[-1]) != fam.question(data, 3, domain)
+    assert set(fam.techniques) <= set(TECHNIQUES) and fam.sectors[domain] in APPLICATION_DOMAINS
+
+
+def test_problem_records_carry_metadata() -> None:
+    for family in FAMILIES:
+        fam = get_family(family)
+        p = generate_problem(family, 3)
+        assert p.techniques == tuple(fam.techniques) and p.application_domain == fam.sectors[p.domain]
+        assert set(p.distractors) <= {float(x) for x in number_tokens(p.question)}
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from flywheel.generators.base import family_names, generate_problem
 from solvers.builder import ModelBuilder
 from solvers.errors import UnknownNameError
 from solvers.ground_truth import (
@@ -241,3 +242,17 @@ def test_mixed_integer_qp_is_an_error_for_highs_not_a_crash() -> None:
 def test_unknown_solver_names_the_known_ones() -> None:
     with pytest.raises(UnknownNameError, match="highs"):
         solve_with(lp(), "glpk")
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_every_family_two_solver_ground_truth_agrees_fast(family: str) -> None:
+    """Each registered family (new ones included, automatically): the two ground-truth solvers agree on a
+    feasible and on a broken instance, and a difficulty-3 instance is solved well under a second."""
+    for infeasible in (0.0, 1.0):
+        p = generate_problem(family, 21, 3, infeasible_share=infeasible)
+        truth = solve_ground_truth(p.ir)
+        assert not truth.disputed, truth.dispute_reason
+        assert len(truth.runs) == 2, [r.solver for r in truth.runs]
+        assert truth.status == (SolveStatus.INFEASIBLE if infeasible else SolveStatus.OPTIMAL), truth.status
+        # 1 s per solver, not the 0.3 s seen quiet: this machine's 2 cores are shared with other test runs.
+        assert max(r.solve_time_s for r in truth.runs) < 1.0, [(r.solver, r.solve_time_s) for r in truth.runs]

@@ -58,7 +58,7 @@ def test_backtranslation_critic_refine_and_coverage(problems, tmp_path):
     for r in (good, refined):
         assert r.problem.ir == problems[0 if r is good else 1].ir  # same model, same answer
         assert r.problem.problem_id != r.source_id and "backtranslation" in r.problem.template_id
-        assert story_coverage(r.problem.question, r.problem.ir).ok
+        assert story_coverage(r.problem.question, r.problem.ir, r.problem.distractors).ok
     assert sent == 2 + 4 + 4  # good: 2 calls; refined: 4; invented: story, critic, refine, critic
 
 

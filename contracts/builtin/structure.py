@@ -8,6 +8,7 @@ import re
 from contracts.api import Verdict, contract
 from contracts.codefacts import (
     TRIVIAL,
+    UNIT_CONSTANTS,
     code_literals,
     contains_number,
     derivable,
@@ -43,11 +44,13 @@ def structurally_equivalent(sample: Sample, layers: tuple[str, ...] | list[str])
     return Verdict.failed(f"not equivalent ({res.layer}): {res.reason}", **ev)
 
 
-@contract(stage="before_execution", severity="warn", cost=0.1, min_coverage=0.95, max_invented=0)
-def numeric_coverage(sample: Sample, min_coverage: float, max_invented: int) -> Verdict:
+@contract(stage="before_execution", severity="warn", cost=0.1, min_coverage=0.95, max_invented=0, max_distractors=0)
+def numeric_coverage(sample: Sample, min_coverage: float, max_invented: int, max_distractors: int) -> Verdict:
     """Every number the reference model is built from appears in the question and in the program, and the program
     invents no numbers: each literal is stated, one arithmetic step from two stated numbers, a derived parameter
-    of the reference, or a trivial constant (0, 1, 2, -1, big-M, tolerances)."""
+    of the reference, a unit conversion (60 minutes, 100 percent, a dozen, ...) or a trivial constant (0, 1, 2,
+    -1, big-M, tolerances). Nor does it model the question's distractors: numbers the generator stated on purpose
+    that play no part in the model (``Problem.distractors``)."""
     question = question_numbers(sample.problem.question)
     ir = sample.problem.ir
     data = sorted({x for p in (ir.params if ir else ()) if not p.derived for x in p.numbers()})
@@ -56,13 +59,21 @@ def numeric_coverage(sample: Sample, min_coverage: float, max_invented: int) -> 
     missing_in_question = [x for x in data if not contains_number(question, x)]
     in_code = [x for x in data if contains_number(lit_pool, x)]
     coverage = len(in_code) / len(data) if data else 1.0
-    allowed = question | {x for p in (ir.params if ir else ()) if p.derived for x in p.numbers()}
-    unstated = sorted({x for x in literals if x not in TRIVIAL and not is_big_m(x) and not contains_number(allowed, x)})
+    derived_params = {x for p in (ir.params if ir else ()) if p.derived for x in p.numbers()}
+    # A distractor that is also a model number (by coincidence) is data: only the others count against a program.
+    distractors = {x for x in sample.problem.distractors if not contains_number(set(data) | derived_params, x)}
+    used_distractors = sorted({x for x in literals if contains_number(distractors, x)})
+    allowed = (question - distractors) | derived_params | UNIT_CONSTANTS
+    unstated = sorted({x for x in literals if x not in TRIVIAL and not is_big_m(x) and not contains_number(allowed, x)
+                       and not contains_number(distractors, x)})
     derived = [x for x in unstated if len(question) <= 300 and derivable(question, x)]
     invented = [x for x in unstated if x not in derived]
     ev = {"derived": derived[:20], "coverage": round(coverage, 4), "n_data_numbers": len(data), "not_in_code": [x for x in data if x not
-          in in_code][:20], "invented": invented[:20], "not_in_question": missing_in_question[:20]}
+          in in_code][:20], "invented": invented[:20], "not_in_question": missing_in_question[:20],
+          "distractors_used": used_distractors[:20]}
     problems = []
+    if len(used_distractors) > max_distractors:
+        problems.append(f"{len(used_distractors)} distractor numbers modelled (e.g. {used_distractors[0]:g})")
     if missing_in_question:
         problems.append(f"{len(missing_in_question)} model numbers are not stated in the question")
     if coverage < min_coverage:

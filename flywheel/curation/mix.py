@@ -9,6 +9,8 @@ A mix file (TOML) scales how often samples of a source, family, difficulty or po
     transportation = 0.5     # half of them (drawn)
     [weights.difficulty]
     "1" = 0.0                # none
+    [weights.measured_level] # the measured difficulty (size, techniques, solve time), not the knob
+    "5" = 2.0
     [weights.source]         # label_source: generator | benchmark | teacher | self
     teacher = 1.5
 
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from solvers.config import load_toml, validate
 from solvers.errors import ConfigError
 
-AXES = ("source", "family", "difficulty", "policy")
+AXES = ("source", "family", "difficulty", "measured_level", "policy")
 
 
 class MixWeights(BaseModel):
@@ -40,6 +42,8 @@ class MixWeights(BaseModel):
     source: dict[str, float] = Field(default_factory=dict)
     family: dict[str, float] = Field(default_factory=dict)
     difficulty: dict[str, float] = Field(default_factory=dict)
+    # The measured level (1..5 from size, techniques and solve time; the problems table's measured_level).
+    measured_level: dict[str, float] = Field(default_factory=dict)
     policy: dict[str, float] = Field(default_factory=dict)
 
 

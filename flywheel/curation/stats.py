@@ -2,7 +2,9 @@
 
 Pass rates by family x difficulty x policy x round (accepted, objective match, clean execution), how long programs
 and their solver calls took, and the failure taxonomy per family: why the samples that were not accepted failed
-(an execution status from the sandbox's taxonomy, or the contracts that rejected them).
+(an execution status from the sandbox's taxonomy, or the contracts that rejected them). Difficulty is measured
+too, not only the knob: pass rates by measured level (problem size, techniques, ground-truth solve time; see
+``flywheel.generators._difficulty``) and by modelling technique.
 """
 
 from __future__ import annotations
@@ -29,6 +31,28 @@ LEFT JOIN (SELECT attempt_id, sum(solve_time_s) AS solve_s FROM solves GROUP BY 
 LEFT JOIN (SELECT problem_id, gt_solve_ms FROM problems) p USING (problem_id)
 GROUP BY s.family, s.difficulty, s.policy, s.round
 ORDER BY s.family, s.difficulty, s.policy, s.round
+"""
+
+# The curriculum's axis: the measured level (1..5) of each problem, next to the knob it was generated at.
+MEASURED_SQL = """
+SELECT s.policy, s.measured_level,
+       count(*) AS samples,
+       avg(CASE WHEN s.accepted THEN 1.0 ELSE 0.0 END) AS pass_rate,
+       avg(s.difficulty) AS mean_knob,
+       avg(s.measured_difficulty) AS mean_measured,
+       avg(s.n_techniques) AS mean_techniques
+FROM samples s
+WHERE s.measured_level IS NOT NULL
+GROUP BY s.policy, s.measured_level
+ORDER BY s.policy, s.measured_level
+"""
+
+TECHNIQUE_SQL = """
+SELECT s.policy, t.technique, count(*) AS samples,
+       avg(CASE WHEN s.accepted THEN 1.0 ELSE 0.0 END) AS pass_rate
+FROM samples s, unnest(s.techniques) AS t(technique)
+GROUP BY s.policy, t.technique
+ORDER BY s.policy, t.technique
 """
 
 BOUNDARY_SQL = """
@@ -68,11 +92,13 @@ def capability_boundary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def compute_stats(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Three tables as lists of rows: ``pass_rates``, ``failures`` and ``capability_boundary``; the last two
-    classify the same sample rows the same way (``solvers.failures``)."""
+    """Five tables as lists of rows: ``pass_rates``, ``by_measured_level``, ``by_technique``, ``failures`` and
+    ``capability_boundary``; the last two classify the same sample rows the same way (``solvers.failures``)."""
     rows = sample_rows(store)
     return {
         "pass_rates": store.query(PASS_RATES_SQL).to_pylist(),
+        "by_measured_level": store.query(MEASURED_SQL).to_pylist(),
+        "by_technique": store.query(TECHNIQUE_SQL).to_pylist(),
         "failures": failures(rows),
         "capability_boundary": capability_boundary(rows),
     }

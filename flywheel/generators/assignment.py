@@ -46,6 +46,9 @@ class Assignment(Family):
     version = "1"
     problem_class = "IP"
     domains = tuple(_DOMAINS)
+    sectors = {"consulting firm": "finance", "machine shop": "manufacturing", "translation agency": "public services"}
+    techniques = ("set_partitioning_covering",)
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

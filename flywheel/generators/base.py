@@ -4,6 +4,22 @@ A family is one small module that subclasses ``Family`` and decorates itself wit
 how to sample data, break it on purpose (infeasible instances), build the IR and tell the story; everything
 else (ids, templates, domains, formulation text, ground truth, reference programs) is shared here.
 
+Adding a family (the checklist; flywheel/generators/README.md says more):
+
+1. One new module ``flywheel/generators/<name>.py`` shaped like ``diet.py``: ``_DOMAINS`` (>= 3 story domains,
+   each with its own vocabulary), a ``@register`` class with ``name``, ``problem_class`` (LP | IP | MILP | QP),
+   ``domains``, ``sectors`` (story domain -> one of ``APPLICATION_DOMAINS``), ``techniques`` (from
+   ``TECHNIQUES``), ``template_styles`` (one tuple of ``STYLES`` per own template) and, where some lists of the
+   data have a natural order (periods), ``reorder_keys``.
+2. ``sample(rng, difficulty, domain)``: only the ``rng`` passed in; size grows with ``difficulty``; every number
+   an int or a short decimal (the question must state it exactly); keep difficulty <= 3 solving well under 1 s.
+3. ``make_infeasible``: a provable reason (say it in the module docstring).
+4. ``build``: ``ModelBuilder``; ``add_param`` for every number *as the question states it* (90 minutes stays
+   90; convert in the coefficients); linearise big-M / either-or / piecewise / min-max / abs / ratio yourself.
+5. ``question``: >= 4 own templates (a table, a story, units to convert, integrality left to the nouns, ...);
+   ``Family.phrase`` adds the generic story / distractor / reordered / implied-integrality variants on top.
+6. Run ``tests/test_generators.py -k <name>`` and ``tests/test_render_matrix.py -k <name> -m slow``.
+
 Determinism: every random choice flows from ``numpy.random.default_rng(seed)``; the same (family, seed,
 difficulty) gives a byte-identical record.
 """
@@ -19,6 +35,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from flywheel.generators._phrasing import (
+    APPLICATION_DOMAINS,
+    STYLES,
+    TECHNIQUES,
+    Question,
+    distractor_facts,
+    drop_integrality,
+    insert_before_last,
+    numbers_in,
+    reorder,
+    story_intro,
+    text_rng,
+)
 from solvers.errors import FlywheelError, unknown_name
 from solvers.ir import Model, as_jsonable
 from solvers.records import Problem, canonical_json, content_hash
@@ -29,9 +58,22 @@ MIN_DIFFICULTY, MAX_DIFFICULTY = 1, 5
 
 
 def register(cls: type[Family]) -> type[Family]:
-    """Class decorator: make a family available by its ``name``."""
+    """Class decorator: make a family available by its ``name``, after checking its metadata against the fixed
+    vocabularies (techniques, application domains, phrasing styles)."""
     if cls.name in FAMILIES and FAMILIES[cls.name] is not cls:
         raise ValueError(f"family {cls.name!r} registered twice")
+    where = f"family {cls.name}"
+    bad = [t for t in cls.techniques if t not in TECHNIQUES]
+    if bad:
+        raise FlywheelError(f"unknown techniques {bad}; known: {', '.join(TECHNIQUES)}", culprit=where)
+    sectors = getattr(cls, "sectors", {})
+    if set(sectors) != set(cls.domains) or not set(sectors.values()) <= set(APPLICATION_DOMAINS):
+        raise FlywheelError(f"sectors must map every domain {list(cls.domains)} to one of "
+                            f"{', '.join(APPLICATION_DOMAINS)}; got {sectors}", culprit=where)
+    bad_styles = [s for t in cls.template_styles for s in t if s not in STYLES]
+    if bad_styles or len(cls.template_styles) not in (0, cls.n_templates):
+        raise FlywheelError(f"template_styles: one tuple of {STYLES} per own template ({cls.n_templates}); "
+                            f"got {cls.template_styles}", culprit=where)
     FAMILIES[cls.name] = cls
     return cls
 
@@ -49,7 +91,15 @@ class Family(ABC):
     version: ClassVar[str] = "1"
     problem_class: ClassVar[str]  # LP | IP | MILP | QP
     domains: ClassVar[tuple[str, ...]]
-    n_templates: ClassVar[int] = 4
+    n_templates: ClassVar[int] = 4  # the family's own templates; ``n_phrasings`` adds the generic variants
+    # Story domain -> application domain (one of APPLICATION_DOMAINS): what SQL slices by, and whose stories and
+    # distractor facts the generic phrasings tell.
+    sectors: ClassVar[dict[str, str]]
+    techniques: ClassVar[tuple[str, ...]] = ()  # modelling techniques the model needs (from TECHNIQUES)
+    # One tuple of STYLES per own template; "table" marks the one the generic table variant reuses.
+    template_styles: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # Lists of ``data`` that the reordered variant may permute; None = every top-level list of names.
+    reorder_keys: ClassVar[tuple[str, ...] | None] = None
 
     @abstractmethod
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -72,6 +122,61 @@ class Family(ABC):
         """Hash of the family's source: part of every problem's lineage."""
         return _code_hash(cls)
 
+    # ---- phrasings: own templates, then the generic variants ---------------------------------------------
+
+    @classmethod
+    def n_phrasings(cls) -> int:
+        return cls.n_templates + len(GENERIC_VARIANTS)
+
+    @classmethod
+    def styles_of(cls, template: int) -> tuple[str, ...]:
+        """The declared styles of phrasing ``template`` (own or generic)."""
+        if template < cls.n_templates:
+            return cls.template_styles[template] if template < len(cls.template_styles) else ("plain",)
+        return GENERIC_VARIANTS[template - cls.n_templates][0]
+
+    def phrase(self, data: dict[str, Any], template: int, domain: str) -> Question:
+        """The question in phrasing ``template`` (0 .. n_phrasings()-1): the family's own templates first, so
+        every phrasing a family had before stays reachable, then the generic variants (story, distractors,
+        reordered data, integrality implied by the nouns) built on them. Returns a ``Question`` carrying its
+        distractor numbers."""
+        if not 0 <= template < self.n_phrasings():
+            raise FlywheelError(f"template must be in [0, {self.n_phrasings() - 1}], got {template}",
+                                culprit=f"family {self.name}")
+        if template < self.n_templates:
+            text = self.question(data, template, domain)
+            return text if isinstance(text, Question) else Question(text, styles=self.styles_of(template))
+        styles, base = GENERIC_VARIANTS[template - self.n_templates]
+        base_template = self._base_template(base)
+        rng = text_rng(self.name, data, template, domain)
+        sector = self.sectors[domain]
+        if "reordered" in styles:
+            keys = self.reorder_keys if self.reorder_keys is not None else [
+                k for k, v in data.items() if isinstance(v, list) and v and all(isinstance(x, str) for x in v)]
+            base_q = self.question(reorder(data, keys, rng), base_template, domain)
+        else:
+            base_q = self.question(data, base_template, domain)
+        text = str(base_q)
+        out_styles = set(styles) | set(getattr(base_q, "styles", ()))
+        if "implied_integrality" in styles:
+            text, dropped = drop_integrality(text)
+            if not dropped:
+                out_styles.discard("implied_integrality")
+        distractors = list(getattr(base_q, "distractors", ()))
+        if "distractors" in styles:
+            facts, extra = distractor_facts(sector, rng, numbers_in(text), k=2)
+            text = insert_before_last(text, facts)
+            distractors += extra
+        if "story" in styles:
+            text = story_intro(sector, rng) + " " + text
+        return Question(text, distractors, sorted(out_styles | set(self.styles_of(base_template)) - {"plain"}))
+
+    def _base_template(self, base: str) -> int:
+        """Which own template a generic variant builds on: ``table`` -> the declared table template."""
+        if base == "table":
+            return next((i for i, s in enumerate(self.template_styles) if "table" in s), min(2, self.n_templates - 1))
+        return int(base) % self.n_templates
+
 
 def pick(rng: np.random.Generator, items: Sequence[Any]) -> Any:
     """One of ``items``, drawn uniformly (one ``rng.integers`` call)."""
@@ -92,6 +197,15 @@ def _code_hash(cls: type) -> str:
     # cannot change within one process, so once per class is enough.
     module = inspect.getmodule(cls)
     return hashlib.sha256(inspect.getsource(module if module is not None else cls).encode()).hexdigest()[:16]
+
+
+# The generic variants every family gets after its own templates: (styles, own template they build on).
+GENERIC_VARIANTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("story",), "0"),
+    (("story", "distractors"), "1"),
+    (("table", "distractors"), "table"),
+    (("reordered", "implied_integrality"), "3"),
+)
 
 
 def family_names() -> list[str]:
@@ -143,13 +257,13 @@ def generate_problem(
     rng = np.random.default_rng(seed)
     level = int(rng.integers(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)) if difficulty is None else difficulty
     domain = pick(rng, fam.domains)
-    template = int(rng.integers(fam.n_templates))
+    template = int(rng.integers(fam.n_phrasings()))
     infeasible = bool(rng.random() < infeasible_share)
     data = as_jsonable(fam.sample(rng, level, domain))
     if infeasible:
         data = as_jsonable(fam.make_infeasible(data, rng))
     ir = fam.build(data)
-    question = fam.question(data, template, domain)
+    question = fam.phrase(data, template, domain)
     key = canonical_json(
         {"family": fam.name, "version": fam.version, "seed": seed, "difficulty": level, "question": question,
          "ir": ir.content_hash()}
@@ -162,11 +276,14 @@ def generate_problem(
         seed=seed,
         difficulty=level,
         params=data,
-        question=question,
+        question=str(question),
         ir=ir,
         formulation=formulation_text(ir),
         infeasible_by_design=infeasible,
         label_source="generator",
         template_id=f"{fam.name}/t{template}",
         domain=domain,
+        application_domain=fam.sectors[domain],
+        techniques=tuple(fam.techniques),
+        distractors=question.distractors,
     )

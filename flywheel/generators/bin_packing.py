@@ -55,6 +55,9 @@ class BinPacking(Family):
     version = "1"
     problem_class = "IP"
     domains = tuple(_DOMAINS)
+    sectors = {"truck loading": "logistics", "cloud hosting": "telecom", "lumber cutting": "manufacturing"}
+    techniques = ("set_partitioning_covering", "fixed_charge")
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

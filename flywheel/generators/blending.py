@@ -47,6 +47,9 @@ class Blending(Family):
     version = "1"
     problem_class = "LP"
     domains = tuple(_DOMAINS)
+    sectors = {"steel foundry": "manufacturing", "oil refinery": "energy", "juice bottler": "agriculture"}
+    techniques = ("ratio_percentage",)
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -45,6 +45,9 @@ class Diet(Family):
     version = "1"
     problem_class = "LP"
     domains = tuple(_DOMAINS)
+    sectors = {"hospital menu": "health care", "livestock feed": "agriculture", "fertiliser mix": "agriculture"}
+    techniques = ()
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -46,6 +46,9 @@ class FacilityLocation(Family):
     version = "1"
     problem_class = "MILP"
     domains = tuple(_DOMAINS)
+    sectors = {"retail distribution": "retail", "cloud computing": "telecom", "public health": "health care"}
+    techniques = ("fixed_charge", "big_m_indicator")
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -43,6 +43,10 @@ class LotSizing(Family):
     version = "1"
     problem_class = "MILP"
     domains = tuple(_DOMAINS)
+    sectors = {"bicycle factory": "manufacturing", "craft brewery": "retail", "pharmaceutical plant": "health care"}
+    techniques = ("fixed_charge", "big_m_indicator", "multi_period_balance")
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
+    reorder_keys = ("products",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -46,6 +46,9 @@ class MinCostFlow(Family):
     version = "1"
     problem_class = "LP"
     domains = tuple(_DOMAINS)
+    sectors = {"freight logistics": "logistics", "water distribution": "public services", "data network": "telecom"}
+    techniques = ()
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -45,6 +45,9 @@ class ParallelMachine(Family):
     version = "1"
     problem_class = "MILP"
     domains = tuple(_DOMAINS)
+    sectors = {"machine shop": "manufacturing", "cloud batch computing": "telecom", "operating theatres": "health care"}
+    techniques = ("min_max", "set_partitioning_covering")
+    template_styles = (("plain",), ("table",), ("plain",), ("table",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

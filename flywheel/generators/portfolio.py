@@ -43,6 +43,9 @@ class Portfolio(Family):
     version = "1"
     problem_class = "QP"
     domains = tuple(_DOMAINS)
+    sectors = {"equity fund": "finance", "pension fund": "finance", "farm planning": "agriculture"}
+    techniques = ("quadratic_objective",)
+    template_styles = (("table",), ("table",), ("table",), ("table",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         assets = names(_DOMAINS[domain]["assets"], 2 + 2 * difficulty, "Asset")

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from flywheel.generators._text import table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -37,6 +38,9 @@ class ProductionPlanning(Family):
     version = "1"
     problem_class = "LP"
     domains = tuple(_DOMAINS)
+    sectors = {"furniture workshop": "manufacturing", "chemical plant": "manufacturing", "bakery": "retail"}
+    techniques = ()
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]
@@ -100,12 +104,10 @@ class ProductionPlanning(Family):
                     f"Unit profits: {profit}. A contract requires at least {n(q)} units of {first}. "
                     "Find the continuous production plan that maximises profit.")
         if template == 2:
-            rows = "\n".join(
-                f"| {p} | {n(data['profit'][p])} | " + " | ".join(n(data['usage'][r][p]) for r in resources) + " |"
-                for p in products
-            )
-            header = "| Product | Profit ($/unit) | " + " | ".join(f"{r} ({unit}/unit)" for r in resources) + " |"
-            return (f"Plan production at a {domain}.\n\n{header}\n{rows}\n\nCapacity: {capacity}. "
+            # A Markdown table needs its separator row: the shared helper writes it (it was missing here).
+            grid = table(["Product", "Profit ($/unit)"] + [f"{r} ({unit}/unit)" for r in resources],
+                         [[p, data["profit"][p]] + [data["usage"][r][p] for r in resources] for p in products])
+            return (f"Plan production at a {domain}.\n\n{grid}\n\nCapacity: {capacity}. "
                     f"Minimum output: {n(q)} units of {first}. Maximise total profit (fractional quantities allowed).")
         return (f"What production mix maximises profit for a {domain}? The products are {', '.join(products)} "
                 f"earning {profit} per unit respectively. {usage[0].upper() + usage[1:]}. The limits are {capacity}, "

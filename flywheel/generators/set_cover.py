@@ -50,6 +50,9 @@ class SetCover(Family):
     version = "1"
     problem_class = "IP"
     domains = tuple(_DOMAINS)
+    sectors = {"fire protection": "public services", "mobile network": "telecom", "team hiring": "sports and education"}
+    techniques = ("set_partitioning_covering",)
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -33,6 +33,10 @@ class ShiftStaffing(Family):
     version = "1"
     problem_class = "IP"
     domains = tuple(_DOMAINS)
+    sectors = {"call centre": "telecom", "hospital emergency department": "health care", "city police": "public services"}
+    techniques = ("set_partitioning_covering",)
+    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
+    reorder_keys = ("shifts",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         period_hours, n_types = _LEVELS[difficulty]

@@ -41,6 +41,9 @@ class TSP(Family):
     version = "1"
     problem_class = "MILP"
     domains = tuple(_DOMAINS)
+    sectors = {"parcel delivery": "logistics", "sales territory": "retail", "circuit board drilling": "manufacturing"}
+    techniques = ("subtour_elimination",)
+    template_styles = (("plain",), ("table",), ("plain",), ("table",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = _DOMAINS[domain]

@@ -125,7 +125,7 @@ def backtranslate(problems: Sequence[Problem], spec: str, *, cache_dir: Path, se
         refine: list[tuple[Problem, str]] = []
         for p, reply in zip(active, replies, strict=True):
             steps[p.problem_id].append(_step(critics[p.problem_id], reply))
-            cov = story_coverage(stories[p.problem_id] or "", p.ir)  # type: ignore[arg-type]
+            cov = story_coverage(stories[p.problem_id] or "", p.ir, p.distractors)  # type: ignore[arg-type]
             critic_ok = reply is not None and bool(_CRITIC_OK.search(reply))
             verdict[p.problem_id] = (critic_ok, cov)
             if not (cov.ok and (critic_ok or not require_critic)):
@@ -170,7 +170,7 @@ def paraphrase(problems: Sequence[Problem], spec: str, *, cache_dir: Path, setti
             run.results.append(Constructed(p.problem_id, "paraphrase", False, reason="LLM request failed",
                                            steps=[_step(pr, text)]))
             continue
-        cov = story_coverage(text, p.ir) if p.ir is not None else same_numbers(p.question, text)
+        cov = story_coverage(text, p.ir, p.distractors) if p.ir is not None else same_numbers(p.question, text)
         run.results.append(Constructed(
             p.problem_id, "paraphrase", cov.ok, _retold(p, text, "paraphrase", pr.template_id, spec) if cov.ok else None,
             reason=cov.problems, coverage=cov.coverage, steps=[_step(pr, text)]))

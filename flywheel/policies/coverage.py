@@ -7,6 +7,7 @@ the IR it must tell, so a story that passes here is one the contract will also f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from contracts.codefacts import TRIVIAL, contains_number, question_numbers
@@ -35,12 +36,13 @@ def data_numbers(ir: Model) -> set[float]:
     return {float(x) for p in ir.params if not p.derived for x in p.numbers()}
 
 
-def story_coverage(story: str, ir: Model) -> Coverage:
+def story_coverage(story: str, ir: Model, distractors: Iterable[float] = ()) -> Coverage:
     """Every data number appears in ``story``; every number in ``story`` is data, a derived parameter, a set size
-    (``3 products``) or a trivial constant (0, 1, 2, -1)."""
+    (``3 products``), a trivial constant (0, 1, 2, -1) or one of the problem's recorded ``distractors`` (numbers
+    its generator stated on purpose that play no part in the model)."""
     stated = question_numbers(story)
     data = data_numbers(ir)
-    allowed = data | {float(x) for p in ir.params if p.derived for x in p.numbers()}
+    allowed = data | {float(x) for p in ir.params if p.derived for x in p.numbers()} | {float(x) for x in distractors}
     allowed |= {float(len(s.elements)) for s in ir.sets} | TRIVIAL
     missing = sorted(x for x in data if not contains_number(stated, x))
     # A percentage is extracted both as written (15) and as a fraction (0.15); either form being data is enough.

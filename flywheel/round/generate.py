@@ -103,8 +103,13 @@ def stage_generate(ctx: RoundContext) -> Iterator[int]:
     batch: list[dict[str, Any]] = []
     last = time.monotonic()
     _warm_imports()
-    with _pool(ctx.workers, len(tasks)) as pool:
-        results = pool.map(_generate_item, tasks, chunksize=1) if pool else map(_generate_item, tasks)
+    with _pool(ctx.workers if plan.backend == "local" else 1, len(tasks)) as pool:
+        if plan.backend == "ray":
+            from flywheel.round.ray_generate import map_items
+
+            results = map_items(tasks, plan.address)
+        else:
+            results = pool.map(_generate_item, tasks, chunksize=1) if pool else map(_generate_item, tasks)
         for res in results:
             batch.append(res)
             ctx.advance("generate", 1)

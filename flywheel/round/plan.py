@@ -30,6 +30,10 @@ class RoundPlan:
     policy_settings: dict[str, Any] = field(default_factory=dict)  # the config's [policy] section
     problems_file: str | None = None  # benchmark-shaped JSONL instead of generated problems
     problems_file_hash: str = ""  # its content: the same path with new content is a new round
+    # Where the generate stage runs ("local" fork pool or "ray") and the Ray address: placement, not content, so
+    # neither enters to_json (the config hash).
+    backend: str = "local"
+    address: str | None = None
 
     @classmethod
     def from_config(cls, cfg: FlywheelConfig, suite: str | None = None, policy: str | None = None,
@@ -68,7 +72,7 @@ class RoundPlan:
                    api=cfg.round.api, sandbox=cfg.sandbox.model_dump(mode="json"), suite=suite, policy=policy,
                    samples=samples if policy else 1, temperature=temperature if policy else 0.0,
                    policy_settings=settings, problems_file=str(problems_file) if problems_file else None,
-                   problems_file_hash=file_hash)
+                   problems_file_hash=file_hash, backend=cfg.round.backend, address=cfg.round.address)
 
     def to_json(self) -> dict[str, Any]:
         out = {"problems": self.problems, "families": list(self.families), "seed": self.seed,

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flywheel.generators._difficulty import measured_difficulty, measured_level
 from solvers.ir import Model
 from solvers.records import Attempt, Execution, GroundTruth, Problem, SolveCall, canonical_json
 
@@ -35,7 +36,20 @@ def problem_row(p: Problem) -> dict[str, Any]:
         "gt_solve_ms": 1000 * max((r.solve_time_s for r in gt.runs), default=0.0) if gt else None,
         "agreement_rtol": gt.agreement_rtol if gt else None, "agreement_atol": gt.agreement_atol if gt else None,
         "reference_programs_json": _json(p.reference_programs),
+        "application_domain": p.application_domain, "techniques": list(p.techniques),
+        "n_techniques": len(p.techniques), "distractors_json": _json(list(p.distractors)),
+        "n_nonzeros": metrics.get("n_nonzeros"),
+        "n_int_vars": metrics.get("n_integer", 0) + metrics.get("n_binary", 0) if metrics else None,
+        **_measured(metrics, len(p.techniques), gt),
     }
+
+
+def _measured(metrics: Mapping[str, int], n_techniques: int, gt: GroundTruth | None) -> dict[str, Any]:
+    """Measured difficulty needs the model and its ground-truth solve time; NULL without them."""
+    if not metrics or gt is None:
+        return {"measured_difficulty": None, "measured_level": None}
+    score = measured_difficulty(metrics, n_techniques, 1000 * max((r.solve_time_s for r in gt.runs), default=0.0))
+    return {"measured_difficulty": score, "measured_level": measured_level(score)}
 
 
 def problem_from_row(row: Mapping[str, Any]) -> Problem:
@@ -49,6 +63,8 @@ def problem_from_row(row: Mapping[str, Any]) -> Problem:
         ground_truth=GroundTruth.model_validate_json(gt) if gt else None,
         infeasible_by_design=bool(row["infeasible_by_design"]), label_source=row["label_source"] or "generator",
         template_id=row["template_id"] or "", domain=row["domain"] or "",
+        application_domain=row.get("application_domain") or "", techniques=tuple(row.get("techniques") or ()),
+        distractors=tuple(json.loads(row.get("distractors_json") or "[]")),
     )
 
 

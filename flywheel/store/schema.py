@@ -76,6 +76,10 @@ register_table(TableSpec(
         ("gt_status", S), ("gt_objective", F), ("gt_solution_json", S), ("disputed", B), ("dispute_reason", S),
         ("gt_solvers", S), ("ground_truth_json", S), ("gt_solve_ms", F), ("agreement_rtol", F), ("agreement_atol", F),
         ("reference_programs_json", S),
+        # Added with issue 20 (NULL in older parts; the list reads as []): metadata SQL slices by, and the
+        # measured difficulty (size, techniques, ground-truth solve time) next to the knob.
+        ("application_domain", S), ("techniques", pa.list_(S)), ("n_techniques", INT), ("distractors_json", S),
+        ("n_nonzeros", INT), ("n_int_vars", INT), ("measured_difficulty", F), ("measured_level", INT),
     ),
     key=("problem_id",),
     doc="one row per distinct problem (first round that produced it), with its ground truth",
@@ -225,6 +229,7 @@ DERIVED_VIEWS: dict[str, str] = {
                p.family, p.difficulty, p.seed, p.generator_version, p.generator_code_hash, p.params_json,
                p.template_id, p.domain, p.question, p.formulation, p.problem_class, p.infeasible_by_design,
                p.gt_status, p.gt_objective, p.disputed, p.agreement_rtol, p.agreement_atol,
+               p.application_domain, p.techniques, p.n_techniques, p.measured_difficulty, p.measured_level,
                e.status AS exec_status, e.objective, e.final_solve_status, e.solver, e.solver_version,
                e.wall_s, e.cpu_s, e.isolation,
                CASE

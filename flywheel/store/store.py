@@ -228,7 +228,9 @@ class Store:
     @staticmethod
     def _create_view(con: duckdb.DuckDBPyConnection, spec: TableSpec, parts: Sequence[Part]) -> None:
         typed_empty = ", ".join(f"CAST(NULL AS {duckdb_type(t)}) AS {c}" for c, t in spec.columns.items())
-        cols = ", ".join(spec.columns)
+        # A list column of a part written before it existed reads as [] rather than NULL, so list_contains works.
+        cols = ", ".join(f"coalesce({c}, []::{duckdb_type(t)}) AS {c}" if pa.types.is_list(t) else c
+                         for c, t in spec.columns.items())
         if parts:
             files = ", ".join(_sql_str(str(p.path)) for p in parts)
             # union_by_name + the typed empty relation: parts written before a column existed read it as NULL.

@@ -17,6 +17,8 @@ entry before it in IR order.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Sequence
 
@@ -30,17 +32,43 @@ def _value(token: str) -> float:
     return round(float(token), 9)
 
 
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(form: str) -> re.Pattern[str]:
+    # Compiled once per name: re's own cache (512 entries) thrashes over a batch of problems with many names.
+    return re.compile(rf"(?<!\w){re.escape(form)}(?!\w)")
+
+
 def _mentions(question: str, name: str) -> list[int]:
-    """Character positions where element ``name`` is written (as a whole word, or with ``_`` read as a space)."""
+    """Character positions where element ``name`` is written (as a whole word, or with ``_`` read as a space),
+    sorted."""
     spots: list[int] = []
     for form in {name, name.replace("_", " ")}:
-        spots += [m.start() for m in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", question)]
-    return spots
+        spots += [m.start() for m in _name_pattern(form).finditer(question)]
+    return sorted(spots)
+
+
+def _nearest(spots: list[int], q: int) -> int:
+    """Distance from ``q`` to the nearest of the sorted ``spots`` (0 when there are none): a bisection, not a scan
+    (the scan was most of a reference program's render time)."""
+    if not spots:
+        return 0
+    i = bisect.bisect_left(spots, q)
+    return min(abs(spots[j] - q) for j in (i - 1, i) if 0 <= j < len(spots))
 
 
 def mention_order(question: str, params: Sequence[ParamPlan]) -> list[tuple[ParamPlan, list[int]]]:
     """``params`` sorted by where the question first states one of their numbers, each with its entries' order
     (indices into ``param.keys``), both following the question; ties and unplaced entries keep IR order."""
+    entries = tuple(((((), float(p.param.values)),) if p.keys is None else tuple(p.keys.items()))  # type: ignore[arg-type]
+                    for p in params)
+    return [(params[pi], list(order)) for pi, order in _mention_order(question, entries)]
+
+
+@functools.lru_cache(maxsize=256)
+def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], float], ...], ...]
+                   ) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The placement behind ``mention_order``, on hashable data: one reference program per solver API renders
+    the same question and parameters, so the placement is computed once per problem, not once per API."""
     occurrences: dict[float, list[int]] = {}
     for m in _NUMBER.finditer(question):
         occurrences.setdefault(_value(m.group()), []).append(m.start())
@@ -52,13 +80,10 @@ def mention_order(question: str, params: Sequence[ParamPlan]) -> list[tuple[Para
         return name_spots[name]
 
     pairs: list[tuple[float, int, Entry]] = []
-    entries: dict[int, list[tuple[tuple[str, ...], float]]] = {}
-    for pi, p in enumerate(params):
-        items = [((), float(p.param.values))] if p.keys is None else list(p.keys.items())  # type: ignore[arg-type]
-        entries[pi] = items
+    for pi, items in enumerate(entries):
         for ei, (key, value) in enumerate(items):
             for q in occurrences.get(round(value, 9), []):
-                dist = sum(min((abs(s - q) for s in spots(e)), default=0) for e in key)
+                dist = sum(_nearest(spots(e), q) for e in key)
                 pairs.append((dist, q, (pi, ei)))
     pairs.sort()
     placed: dict[Entry, int] = {}
@@ -71,14 +96,14 @@ def mention_order(question: str, params: Sequence[ParamPlan]) -> list[tuple[Para
 
     position: dict[Entry, float] = {}
     last = -1.0
-    for pi, items in entries.items():
+    for pi, items in enumerate(entries):
         for ei in range(len(items)):
             last = placed.get((pi, ei), last + 1e-6)  # unplaced: right behind the entry before it
             position[(pi, ei)] = last
     ordered = []
-    for pi, items in entries.items():
-        order = sorted(range(len(items)), key=lambda ei: (position[(pi, ei)], ei))
+    for pi, items in enumerate(entries):
+        order = tuple(sorted(range(len(items)), key=lambda ei: (position[(pi, ei)], ei)))
         first = min((position[(pi, ei)] for ei in range(len(items))), default=float(pi))
-        ordered.append((first, pi, params[pi], order))
+        ordered.append((first, pi, order))
     ordered.sort(key=lambda t: (t[0], t[1]))
-    return [(p, order) for _, _, p, order in ordered]
+    return tuple((pi, order) for _, pi, order in ordered)

@@ -1,0 +1,115 @@
+"""Unit commitment (MILP): which generating units to run in each period, and at what output, to meet demand at
+least cost. A unit that is on produces between its minimum and maximum (``min * on <= p <= max * on``, big-M
+style links), pays a fixed hourly running cost when on and a start-up cost when switched on
+(``start[t] >= on[t] - on[t-1]``: if-then logic over consecutive periods; all units start off).
+
+Feasible by construction: the units together can cover the peak demand. Infeasible variant: one period's demand
+exceeds the sum of all units' maxima.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, exceed, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "power utility": {"units": ["Coal1", "Gas1", "Gas2", "Hydro1", "Peaker1", "Biomass1"], "unit": "MW",
+                      "what": "generating unit", "load": "electricity demand"},
+    "hospital energy plant": {"units": ["Boiler_A", "Boiler_B", "CHP", "Chiller", "Backup_Gen", "Heat_Pump"],
+                              "unit": "kW", "what": "plant unit", "load": "site load"},
+    "data centre cooling": {"units": ["CRAC1", "CRAC2", "Tower1", "Tower2", "FreeCool", "Chiller9"],
+                            "unit": "kW of cooling", "what": "cooling unit", "load": "heat load"},
+}
+
+
+@register
+class UnitCommitment(Family):
+    name = "unit_commitment"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"power utility": "energy", "hospital energy plant": "health care", "data centre cooling": "telecom"}
+    techniques = ("big_m_indicator", "fixed_charge", "either_or_if_then")
+    template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "implied_integrality"),
+                       ("plain",))
+    reorder_keys = ("units",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        units = names(_DOMAINS[domain]["units"], 2 + (difficulty + 1) // 2, "Unit")
+        periods = [f"H{k}" for k in range(1, 3 + difficulty)]
+        pmax = {u: int(rng.integers(40, 160)) for u in units}
+        pmin = {u: int(pmax[u] * rng.uniform(0.2, 0.5)) for u in units}
+        total = sum(pmax.values())
+        demand = {t: int(total * rng.uniform(0.3, 0.85)) for t in periods}
+        return {"units": units, "periods": periods, "pmin": pmin, "pmax": pmax, "demand": demand,
+                "marginal": {u: int(rng.integers(10, 60)) for u in units},
+                "fixed": {u: int(rng.integers(50, 400)) for u in units},
+                "startup": {u: int(rng.integers(100, 900)) for u in units}}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        t = data["periods"][int(rng.integers(len(data["periods"])))]
+        return exceed(data, "demand", t, sum(data["pmax"].values()), rng.integers(1, 20))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("unit_commitment")
+        units = b.add_set("units", data["units"], "units that can run")
+        periods = b.add_set("periods", data["periods"], "hours of the schedule, in order")
+        for key, desc in (("pmin", "least output of a running unit"), ("pmax", "most output of a running unit"),
+                          ("marginal", "cost per unit of output"), ("fixed", "cost per hour of running"),
+                          ("startup", "cost of switching a unit on")):
+            b.add_param(key, data[key], ("units",), "", desc)
+        b.add_param("demand", data["demand"], ("periods",), "", "load to meet in an hour")
+        p = b.add_vars("output", ("units", "periods"), description="output of a unit in an hour")
+        on = b.add_vars("on", ("units", "periods"), VarType.BINARY, description="1 if the unit runs in the hour")
+        st = b.add_vars("start", ("units", "periods"), VarType.BINARY, description="1 if the unit is switched on")
+        b.con_group("demand", ("periods",), "output meets demand every hour")
+        for t in periods:
+            b.add_constr("demand", (t,), [(p[(u, t)], 1) for u in units], ">=", data["demand"][t])
+        b.con_group("max_output", ("units", "periods"), "output only when on, up to the maximum")
+        b.con_group("min_output", ("units", "periods"), "a running unit produces at least its minimum")
+        b.con_group("startup", ("units", "periods"), "switching on (off before, on now) incurs a start-up")
+        for u in units:
+            for i, t in enumerate(periods):
+                b.add_constr("max_output", (u, t), [(p[(u, t)], 1), (on[(u, t)], -data["pmax"][u])], "<=", 0)
+                b.add_constr("min_output", (u, t), [(p[(u, t)], 1), (on[(u, t)], -data["pmin"][u])], ">=", 0)
+                prev = [(on[(u, periods[i - 1])], 1)] if i else []
+                b.add_constr("startup", (u, t), [(st[(u, t)], 1), (on[(u, t)], -1)] + prev, ">=", 0)
+        b.set_objective("minimize", [(p[(u, t)], data["marginal"][u]) for u in units for t in periods]
+                        + [(on[(u, t)], data["fixed"][u]) for u in units for t in periods]
+                        + [(st[(u, t)], data["startup"][u]) for u in units for t in periods],
+                        description="running, output and start-up cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        units, periods, mw = data["units"], data["periods"], v["unit"]
+        dem = ", ".join(f"{t} {n(data['demand'][t])}" for t in periods)
+        specs = "; ".join(f"{u}: {n(data['pmin'][u])} to {n(data['pmax'][u])} {mw} when running, ${n(data['marginal'][u])}"
+                          f" per {mw.split()[0]}, ${n(data['fixed'][u])} per hour on, ${n(data['startup'][u])} to "
+                          "start" for u in units)
+        rule = ("A unit that runs must produce at least its minimum; every unit is off before the first hour, and "
+                "each switch-on pays the start-up cost.")
+        if template == 0:
+            return (f"A {domain} schedules its {v['what']}s {join(units)} over the hours {join(periods)}. The "
+                    f"{v['load']} ({mw}) is {dem}. Unit data: {specs}. {rule} Which units should run in each hour, "
+                    "and at what output, to meet the load at least total cost?")
+        if template == 1:
+            header = [v["what"].capitalize(), f"Min ({mw})", f"Max ({mw})", "Cost per output", "Running cost ($/h)",
+                      "Start-up ($)"]
+            rows = [[u, data["pmin"][u], data["pmax"][u], data["marginal"][u], data["fixed"][u], data["startup"][u]]
+                    for u in units]
+            load = table(["Hour", f"Demand ({mw})"], [[t, data["demand"][t]] for t in periods])
+            return (f"Unit commitment for a {domain}.\n\n{table(header, rows)}\n\n{load}\n\n{rule} Minimise cost.")
+        if template == 2:
+            return (f"The night shift at a {domain} must plan the next {len(periods)} hours ({join(periods)}). "
+                    f"Forecast {v['load']} in {mw}: {dem}. The available {v['what']}s are: {specs}. {rule} "
+                    "What is the cheapest schedule?")
+        return (f"Minimise the cost of meeting {dem} ({mw}) over hours {join(periods)} with units {specs}. {rule} "
+                "On/off and start-up decisions are binary; outputs are continuous.")
