@@ -36,16 +36,20 @@ def _renamed(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str
 
 
 def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[str]]]:
-    """The tables of `flywheel stats` as (title, rows, most important columns first)."""
+    """The five tables of `flywheel stats` as (title, rows, most important columns first)."""
     failures = [{"family": r["family"], "reason": r["reason"], "count": r["count"], "share": r["share_of_family"]}
                 for r in data["failures"]]
     return [
         ("pass rates", _renamed(data["pass_rates"], _PASS_COLUMNS),
          ["family", "diff", "policy", "pass", "n", "round", "acc", "obj ok", "exec ok", "solve s", "wall s"]),
-        ("pass rates by measured difficulty", data.get("by_measured_level", []),
-         ["policy", "measured_level", "samples", "pass_rate", "mean_knob", "mean_measured", "mean_techniques"]),
-        ("pass rates by modelling technique", data.get("by_technique", []),
-         ["policy", "technique", "samples", "pass_rate"]),
+        ("pass rates by measured difficulty", [
+            {"policy": r["policy"], "level": r["measured_level"], "n": r["samples"], "pass": r["pass_rate"],
+             "knob": r["mean_knob"], "score": r["mean_measured"], "techniques": r["mean_techniques"]}
+            for r in data.get("by_measured_level", [])],
+         ["policy", "level", "pass", "n", "knob", "score", "techniques"]),
+        ("pass rates by modelling technique", [
+            {"policy": r["policy"], "technique": r["technique"], "n": r["samples"], "pass": r["pass_rate"]}
+            for r in data.get("by_technique", [])], ["policy", "technique", "pass", "n"]),
         ("failure taxonomy", failures, ["family", "reason", "count", "share"]),
         ("capability boundary (first failure along the pipeline)", _renamed(data["capability_boundary"],
                                                                            _BOUNDARY_COLUMNS),

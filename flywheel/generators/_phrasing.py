@@ -261,6 +261,20 @@ def reorder(data: dict[str, Any], keys: Sequence[str], rng: np.random.Generator)
     return out
 
 
+def reorder_sentences(text: str, rng: np.random.Generator) -> str:
+    """The sentences of the first paragraph between its first and its last in another order (the opening sets
+    the scene and the last asks the question, so they stay); other paragraphs (tables) are kept as they are."""
+    head, sep, rest = text.partition("\n")
+    parts = sentences(head)
+    if len(parts) < 4:
+        return text
+    middle = parts[1:-1]
+    perm = [int(i) for i in rng.permutation(len(middle))]
+    if perm == sorted(perm):
+        perm = perm[1:] + perm[:1]
+    return " ".join([parts[0], *(middle[i] for i in perm), parts[-1]]) + sep + rest
+
+
 # ---- units -----------------------------------------------------------------------------------------------------
 
 def minutes(hours: float) -> str:

@@ -45,6 +45,7 @@ from flywheel.generators._phrasing import (
     insert_before_last,
     numbers_in,
     reorder,
+    reorder_sentences,
     story_intro,
     text_rng,
 )
@@ -154,6 +155,10 @@ class Family(ABC):
             keys = self.reorder_keys if self.reorder_keys is not None else [
                 k for k, v in data.items() if isinstance(v, list) and v and all(isinstance(x, str) for x in v)]
             base_q = self.question(reorder(data, keys, rng), base_template, domain)
+            if not any(len(data.get(k) or []) >= 2 for k in keys):
+                # Nothing may be shuffled (periods in time order): state the same facts in another sentence order.
+                base_q = Question(reorder_sentences(str(base_q), rng), getattr(base_q, "distractors", ()),
+                                  getattr(base_q, "styles", ()))
         else:
             base_q = self.question(data, base_template, domain)
         text = str(base_q)
