@@ -57,7 +57,7 @@ class IndexTracking(Family):
         ret = {a: {t: round(float(rng.normal(0.5, 3.0)), 1) for t in periods} for a in assets}
         # The index is a hidden mix of the assets plus noise: trackable, never exactly.
         mix = rng.dirichlet(np.ones(len(assets)))
-        index = {t: round(float(sum(m * ret[a][t] for m, a in zip(mix, assets)) + rng.normal(0, 0.4)), 1)
+        index = {t: round(float(sum(m * ret[a][t] for m, a in zip(mix, assets, strict=True)) + rng.normal(0, 0.4)), 1)
                  for t in periods}
         cap = {a: int(rng.integers(30, 61)) for a in assets}
         return {"assets": assets, "periods": periods, "ret": ret, "index": index, "cap": cap}
