@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from contracts import Outcome, get_contract
-from contracts.testing import make_sample, problem_with_truth
+from contracts.testing import make_sample
 from flywheel.generators._difficulty import measured_difficulty, measured_level
 from flywheel.generators._phrasing import Question, distractor_facts, drop_integrality, reorder, text_rng
 from flywheel.generators.base import family_names, generate_problem, get_family
+from flywheel.generators.testing import problem_with_truth
 from flywheel.store import Store
 from flywheel.store.rows import problem_from_row, problem_row
 from solvers.ground_truth import solve_ground_truth

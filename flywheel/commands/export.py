@@ -36,12 +36,17 @@ def _renamed(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str
 
 
 def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[str]]]:
-    """The five tables of `flywheel stats` as (title, rows, most important columns first)."""
+    """The tables of `flywheel stats` (three, plus measured difficulty and techniques when there are rows) as (title, rows, most important columns first)."""
     failures = [{"family": r["family"], "reason": r["reason"], "count": r["count"], "share": r["share_of_family"]}
                 for r in data["failures"]]
     return [
         ("pass rates", _renamed(data["pass_rates"], _PASS_COLUMNS),
          ["family", "diff", "policy", "pass", "n", "round", "acc", "obj ok", "exec ok", "solve s", "wall s"]),
+        ("failure taxonomy", failures, ["family", "reason", "count", "share"]),
+        ("capability boundary (first failure along the pipeline)", _renamed(data["capability_boundary"],
+                                                                           _BOUNDARY_COLUMNS),
+         ["policy", "family", "n", "pass rate", "formul.", "solver", "code", "top failures", "infra", "pass"]),
+    ] + [t for t in [
         ("pass rates by measured difficulty", [
             {"policy": r["policy"], "level": r["measured_level"], "n": r["samples"], "pass": r["pass_rate"],
              "knob": r["mean_knob"], "score": r["mean_measured"], "techniques": r["mean_techniques"]}
@@ -50,11 +55,7 @@ def stats_tables(data: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], 
         ("pass rates by modelling technique", [
             {"policy": r["policy"], "technique": r["technique"], "n": r["samples"], "pass": r["pass_rate"]}
             for r in data.get("by_technique", [])], ["policy", "technique", "pass", "n"]),
-        ("failure taxonomy", failures, ["family", "reason", "count", "share"]),
-        ("capability boundary (first failure along the pipeline)", _renamed(data["capability_boundary"],
-                                                                           _BOUNDARY_COLUMNS),
-         ["policy", "family", "n", "pass rate", "formul.", "solver", "code", "top failures", "infra", "pass"]),
-    ]
+    ] if t[1]]  # the measured-difficulty and technique tables, when the store has rows for them
 
 
 def decontamination_summary(manifest: dict[str, Any]) -> str:
