@@ -85,3 +85,28 @@ def test_cli_eval_run_writes_summary(items, tmp_path: Path):
         doc = json.loads((out / "summary.json").read_text())
         assert doc["summary"]["nl4opt"]["labelled_items"] == 2
         assert doc["summary"]["nl4opt"]["rules"]["orlm_lenient"]["passed"] == 1
+
+
+def test_eval_run_on_an_hf_checkpoint_records_the_result_on_its_model_card(items, tmp_path: Path):
+    """`flywheel eval run --policy hf:DIR` on a real (tiny, random) checkpoint writes the benchmark's Pass@1 into
+    DIR/README.md; a second run with the same settings replaces the entry instead of adding one."""
+    from tiny_models import write_tiny_llama
+    from typer.testing import CliRunner
+
+    from flywheel.cli import app
+    from training.card import read_card
+
+    ckpt = write_tiny_llama(tmp_path / "ckpt")
+    cfg = tmp_path / "flywheel.toml"
+    cfg.write_text("[policy]\nmax_tokens = 8\n")  # a random model writes no program; keep generation short
+    bench_dir = Path(items[0].benchmark)
+    for _ in range(2):
+        res = CliRunner().invoke(app, ["eval", "run", "--policy", f"hf:{ckpt}", "--benchmark", str(tmp_path / bench_dir),
+                                       "--limit", "1", "--config", str(cfg), "--cache-dir", str(tmp_path / "c"),
+                                       "--format", "json"])
+        assert res.exit_code == 0, res.output
+    card = read_card(ckpt)
+    evals = card["flywheel"]["eval"]
+    assert [e["benchmark"] for e in evals] == ["nl4opt"]
+    assert evals[0]["labelled_items"] == 1 and evals[0]["pass@1"]["strict"] == 0.0
+    assert "nl4opt" in (ckpt / "README.md").read_text()

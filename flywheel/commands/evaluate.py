@@ -131,6 +131,7 @@ def register(app: typer.Typer) -> None:
             meta["self_corrected_summary"] = result.corrected_summary
         if out:
             write_results(out, result.verdicts, result.summary, meta)
+        meta["model_card"] = _record_on_card(policy, result.summary, k=k, api=api, rules=rules)
         if fmt == "json":
             typer.echo(json.dumps({"summary": result.summary, **meta}, indent=2, sort_keys=True))
             return
@@ -144,3 +145,23 @@ def register(app: typer.Typer) -> None:
                           "(not counted as model failures; re-run to retry them)[/]")
 
     app.add_typer(eval_app, name="eval")
+
+
+def _record_on_card(policy: str, summary: dict, *, k: int, api: str,
+                    rules: list[str]) -> str | None:
+    """An ``hf:DIR`` policy that is a checkpoint directory gets each benchmark's result on its model card
+    (README.md; same benchmark and settings replace the older entry). Returns the card path, or None."""
+    from training.card import record_eval
+
+    if not policy.startswith("hf:"):
+        return None
+    path = None
+    settings = f"zero-shot k={k} api={api} rules={','.join(rules)}"
+    for name, entry in summary.items():  # keyed by the benchmark's card name (not the --benchmark path given)
+        if name in ("overall", "all"):
+            continue
+        result = {"benchmark": name, "settings": settings, "items": entry["items"],
+                  "labelled_items": entry["labelled_items"],
+                  "pass@1": {r: v["pass@1"] for r, v in entry["rules"].items()}}
+        path = record_eval(policy[len("hf:"):], result) or path
+    return str(path) if path else None
