@@ -171,7 +171,20 @@ def changed_coefficient(m: Model, rng: np.random.Generator) -> Model | None:
         return None
     i = int(rng.choice(idx))
     c = m.constraints[i]
-    t = int(rng.integers(len(c.terms)))
+    # A continuous column with no objective term, 0/inf bounds and this one row is only rescaled by a changed
+    # coefficient (x = k x': an equivalent model, which the exact layer now recognises): never pick one of those.
+    uses = {}
+    for con in m.constraints:
+        for v, _ in con.terms:
+            uses[v] = uses.get(v, 0) + 1
+    in_obj = {v for v, _ in m.objective.terms}
+    var = {v.name: v for v in m.variables}
+    pickable = [k for k, (v, _) in enumerate(c.terms)
+                if var[v].vtype != VarType.CONTINUOUS or v in in_obj or uses[v] > 1
+                or var[v].lb not in (0.0,) or var[v].ub is not None]
+    if not pickable:
+        return None
+    t = int(rng.choice(pickable))
     factor = float(rng.choice([0.5, 1.5, 2.0]))
     terms = tuple((v, a * factor if k == t else a) for k, (v, a) in enumerate(c.terms))
     return _rebuild(m, constraints=[c.model_copy(update={"terms": terms}) if k == i else x
