@@ -5,7 +5,8 @@ The leading underscore keeps ``family_names()`` from importing this module as a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from solvers.ir import number_text
 
@@ -46,3 +47,11 @@ def plural(word: str) -> str:
     if word.endswith("y") and word[-2:-1] not in "aeiou":
         return word[:-1] + "ies"
     return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def listing(values: Mapping[Any, Any], keys: Sequence[Any] | None = None, fmt: str = "{k} {v}",
+            sep: str = ", ") -> str:
+    """One phrase per key, joined: ``listing({"A": 3, "B": 5})`` -> ``"A 3, B 5"``; ``fmt`` sees ``k`` (the key) and
+    ``v`` (its value through ``number_text``), e.g. ``"{k} ${v}"`` or ``"{v} hours on {k}"``. ``keys`` fixes the order
+    (default: the mapping's)."""
+    return sep.join(fmt.format(k=k, v=number_text(values[k])) for k in (values if keys is None else keys))
