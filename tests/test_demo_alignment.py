@@ -92,3 +92,19 @@ def test_copy_rate_counts_distinct_question_numbers() -> None:
     assert copy_rate(q, "cap = 344") == pytest.approx(1 / 3)
     assert copy_rate(q, "") == 0.0
     assert copy_rate("no numbers here", "x = 1") is None
+
+
+def test_demo_set_overrides_parse_by_field_type_and_name_the_nearest_key() -> None:
+    from flywheel.demo.__main__ import overrides
+    from flywheel.demo.sizes import SIZES
+    from solvers.errors import FlywheelError
+
+    size = overrides(SIZES["speedrun"], ["sft_steps=36", "families=diet,tsp", "zero_shot=false", "lr_sft=1e-4"])
+    assert (size.sft_steps, size.families, size.zero_shot, size.lr_sft) == (36, ("diet", "tsp"), False, 1e-4)
+    assert SIZES["speedrun"].sft_steps != 36  # the size itself is untouched
+    with pytest.raises(FlywheelError, match="sft_steps"):
+        overrides(SIZES["speedrun"], ["sft_step=3"])
+    with pytest.raises(FlywheelError, match="must be of type int"):
+        overrides(SIZES["speedrun"], ["rounds=two"])
+    with pytest.raises(FlywheelError, match="KEY=VALUE"):
+        overrides(SIZES["speedrun"], ["rounds"])

@@ -14,7 +14,7 @@ import argparse
 import os
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from flywheel.demo.plots import plot_rounds, write_rounds_table
 from flywheel.demo.run import Demo, final_val
 from flywheel.demo.sizes import SIZES, DemoSize
+from solvers.errors import FlywheelError, unknown_name
 
 
 def rows(shard: Path) -> int:
@@ -39,9 +40,37 @@ def stage_names(size: DemoSize) -> list[str]:
     return [*names, "report"]
 
 
+def overrides(size: DemoSize, pairs: list[str]) -> DemoSize:
+    """``--set KEY=VALUE`` pairs applied to a size (``sft_steps=36``, ``rounds=0``, ``families=diet,tsp``): the value
+    is parsed as the field's type; an unknown key names the nearest field."""
+    known = {f.name: f for f in fields(DemoSize)}
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise FlywheelError(f"--set takes KEY=VALUE, got {pair!r}", culprit="--set")
+        if key not in known:
+            raise unknown_name("demo setting", key, list(known))
+        current = getattr(size, key)
+        if isinstance(current, tuple):
+            kind = type(current[0]) if current else str
+            changes[key] = tuple(kind(v) for v in value.split(",") if v)
+        elif isinstance(current, bool):
+            changes[key] = value.lower() in ("1", "true", "yes")
+        elif isinstance(current, (int, float, str)):
+            try:
+                changes[key] = type(current)(value)
+            except ValueError as exc:
+                raise FlywheelError(f"{key}: {value!r} must be of type {type(current).__name__}", culprit="--set") from exc
+        else:
+            raise FlywheelError(f"{key} cannot be set from the command line", culprit="--set")
+    return replace(size, **changes)
+
+
 def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress: bool = True,
-        init: str | None = None) -> dict[str, Any]:
+        init: str | None = None, settings: list[str] | None = None) -> dict[str, Any]:
     size = SIZES[size_name] if init is None else replace(SIZES[size_name], init=init)
+    size = overrides(size, settings or [])
     if fresh and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -143,10 +172,15 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="delete the work directory first")
     parser.add_argument("--init", default=None, help="initial checkpoint (HF folder or import source); default: "
                         "the size's")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one DemoSize field (repeatable), e.g. --set sft_steps=36 --set rounds=0")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     args = parser.parse_args()
-    run(args.size, args.work or Path(f"runs/flywheel-demo-{args.size}"), args.reports, args.fresh, args.progress,
-        args.init)
+    try:
+        run(args.size, args.work or Path(f"runs/flywheel-demo-{args.size}"), args.reports, args.fresh,
+            args.progress, args.init, args.settings)
+    except FlywheelError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":
