@@ -152,6 +152,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "sft_steps": size.sft_steps, "retrain_steps": size.retrain_steps,
                          "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
                          "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
+                         "benchmarks": list(size.benchmarks), "bench_limit": size.bench_limit,
+                         "overrides": list(settings or []),
                          "cpus": os.cpu_count(), "load_at_start": round(load, 1)},
             "rounds": rounds,
             "wall_s": round(time.perf_counter() - t0, 1),
