@@ -1,0 +1,131 @@
+"""Fair workload (IP): give every task to one qualified member of staff (binary ``assign`` only on the qualified
+pairs), on top of the hours each already carries, so that the heaviest total load is as light as possible
+(min-max: an integer ``peak >= load`` of everyone). Each person works a percentage of a full-time contract, and
+their total load may not exceed that share of the full-time hours (``load <= pct / 100 * full_time``).
+
+Every number of hours is a whole number, so loads are integers and the integer ``peak`` loses nothing.
+Feasible by construction: a planted assignment to qualified staff fits every contract (the full-time hours are
+set from it). Infeasible variant: one task grows until all the tasks plus the committed hours exceed the sum of
+all contracts; the tasks must all be done, so someone's contract would be broken.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "teaching loads": {
+        "tasks": ["Algebra1", "Algebra2", "Geometry", "Biology", "Chemistry", "PhysicsLab", "History", "Geography",
+                  "French", "Spanish", "Drama", "Music", "Art", "Coding", "Sport", "Debate", "Library", "Careers"],
+        "staff": ["MsAdams", "MrBell", "DrChen", "MsDiaz", "MrEvans"],
+        "person": "teacher", "task": "course", "when": "this term", "who": "the deputy head",
+    },
+    "on-call rota": {
+        "tasks": ["NightA", "NightB", "WeekendA", "WeekendB", "ClinicMon", "ClinicTue", "ClinicWed", "Theatre1",
+                  "Theatre2", "WardRound", "Endoscopy", "Audit", "Teaching", "Outreach", "Triage", "Referrals",
+                  "Discharge", "Research"],
+        "staff": ["DrPatel", "DrOkafor", "DrSmith", "DrNovak", "DrKhan"],
+        "person": "doctor", "task": "duty", "when": "this month", "who": "the rota coordinator",
+    },
+    "casework": {
+        "tasks": ["Housing1", "Housing2", "Benefits1", "Benefits2", "Planning1", "Planning2", "Licence1",
+                  "Licence2", "Noise1", "Noise2", "Parking", "Waste", "Roads", "Schools", "Care1", "Care2",
+                  "Youth", "Elders"],
+        "staff": ["Officer_A", "Officer_B", "Officer_C", "Officer_D", "Officer_E"],
+        "person": "case officer", "task": "case file", "when": "this quarter", "who": "the service manager",
+    },
+}
+
+
+@register
+class FairWorkload(Family):
+    name = "fair_workload"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+    sectors = {"teaching loads": "sports and education", "on-call rota": "health care", "casework": "public services"}
+    techniques = ("min_max",)
+    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
+                       ("units", "implied_integrality"))
+    reorder_keys = ("tasks",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        tasks = names(v["tasks"], 4 + 2 * difficulty, "Task")
+        staff = names(v["staff"], 2 + (difficulty + 1) // 2, "Staff")
+        hours = {t: int(rng.integers(4, 40)) for t in tasks}
+        planted = {t: pick(rng, staff) for t in tasks}
+        qualified = {t: [s for s in staff if s == planted[t] or rng.random() < 0.5] for t in tasks}
+        committed = {s: int(rng.integers(0, 30)) for s in staff}
+        share = {s: int(pick(rng, [50, 60, 75, 80, 100, 100])) for s in staff}
+        load = {s: committed[s] + sum(hours[t] for t in tasks if planted[t] == s) for s in staff}
+        full = max(math.ceil(load[s] * 100 / share[s]) for s in staff) + int(rng.integers(0, 20))
+        return {"tasks": tasks, "staff": staff, "hours": hours, "qualified": qualified, "committed": committed,
+                "share_pct": share, "full_time": full}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        t = pick(rng, data["tasks"])
+        room = sum(data["share_pct"][s] * data["full_time"] / 100 - data["committed"][s] for s in data["staff"])
+        others = sum(data["hours"].values()) - data["hours"][t]
+        return exceed(data, "hours", t, room - others, rng.integers(1, 10))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("fair_workload")
+        tasks = b.add_set("tasks", data["tasks"], "tasks to hand out")
+        staff = b.add_set("staff", data["staff"], "people who take tasks")
+        pairs = b.add_set("qualified", [f"{t}__{s}" for t in tasks for s in data["qualified"][t]],
+                          "task-person pairs where the person is qualified")
+        b.add_param("hours", data["hours"], ("tasks",), "hours", "hours a task takes")
+        b.add_param("committed", data["committed"], ("staff",), "hours", "hours a person already carries")
+        b.add_param("share_pct", data["share_pct"], ("staff",), "%", "contract as a percentage of full time")
+        b.add_param("full_time", data["full_time"], (), "hours", "hours of a full-time contract")
+        x = b.add_vars("assign", ("qualified",), VarType.BINARY, description="1 if the person takes the task")
+        peak = b.add_var("peak", VarType.INTEGER, description="heaviest total load", unit="hours")
+        b.con_group("cover", ("tasks",), "every task goes to exactly one qualified person")
+        for t in tasks:
+            b.add_constr("cover", (t,), [(x[(p,)], 1) for p in pairs if p.startswith(f"{t}__")], "==", 1)
+        b.con_group("peak", ("staff",), "the peak is at least everyone's total load (min-max)")
+        b.con_group("contract", ("staff",), "total load within the contract's share of full time")
+        for s in staff:
+            mine = [(x[(p,)], data["hours"][p.split("__")[0]]) for p in pairs if p.endswith(f"__{s}")]
+            b.add_constr("peak", (s,), [(peak, 1)] + [(var, -h) for var, h in mine], ">=", data["committed"][s])
+            b.add_constr("contract", (s,), mine, "<=",
+                         data["share_pct"][s] / 100 * data["full_time"] - data["committed"][s])
+        b.set_objective("minimize", [(peak, 1)], description="heaviest load")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        tasks, staff, task, person = data["tasks"], data["staff"], v["task"], v["person"]
+        hours = listing(data["hours"], tasks, "{k} {v} h")
+        who_can = "; ".join(f"{t}: {join(data['qualified'][t])}" for t in tasks)
+        load = listing(data["committed"], staff, "{k} {v} h")
+        contract = (f"A full-time contract is {n(data['full_time'])} hours {v['when']}, and each {person} works a "
+                    f"share of it: {listing(data['share_pct'], staff, '{k} {v}%')}. Nobody's total may exceed "
+                    "their share.")
+        if template == 0:
+            return (f"{v['who'].capitalize()} hands out {len(tasks)} {task}s ({join(tasks)}) to the {person}s "
+                    f"{join(staff)}. Hours {v['when']}: {hours}. Each {task} goes to one qualified {person}: "
+                    f"{who_can}. Hours already committed: {load}. {contract} Make the heaviest total load as light "
+                    "as possible.")
+        if template == 1:
+            rows = [[t, data["hours"][t], ", ".join(data["qualified"][t])] for t in tasks]
+            return (f"Workload balancing.\n\n{table([task.capitalize(), 'Hours', 'Qualified'], rows)}\n\nCommitted "
+                    f"hours: {load}. {contract} Each {task} is given whole to one {person} (0/1 decisions). Minimise "
+                    "the largest total load.")
+        if template == 2:
+            return (f"Last {v['when'].split()[-1]} some {person}s were swamped while others were idle, and "
+                    f"{v['who']} promised a fairer split. The {task}s take {hours}. Only some {person}s are "
+                    f"qualified: {who_can}. They already carry {load}. {contract} How should the {task}s be "
+                    "handed out so that the busiest person is as little overloaded as possible?")
+        return (f"Minimise the maximum load of {join(staff)}. {task.capitalize()}s and hours: {hours}. "
+                f"Qualified {person}s: {who_can}. Existing hours: {load}. {contract}")

@@ -1,0 +1,135 @@
+"""Irrigation allocation (LP, multi-period balance): how much of each field to plant (hectares, up to a limit) so
+that the season's yield value is as high as possible, when every planted hectare needs its crop's water each
+period from one reservoir. Storage balance per period: ``storage[t] = (1 - evap% / 100) * storage[t-1] +
+inflow[t] - released[t] - spill[t]``, storage never above the reservoir's capacity and, at the end, at least a
+reserve. The canals lose ``loss%`` of what is released, so a field's need is released as ``need / (1 - loss% /
+100)``. Needs are in m3 per hectare, volumes in thousand m3 (the 1000 is in the coefficients).
+
+Feasible by construction: planting nothing keeps storage on the capped no-release path, and the reserve is below
+its final value. Infeasible variant: the reserve exceeds that path's final storage; releasing water only lowers
+storage, so no plan (not even planting nothing) can end that high.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "farm irrigation": {"fields": ["Wheat", "Maize", "Cotton", "Alfalfa", "Tomato", "Melon", "Rice"],
+                        "field": "field", "area": "hectares", "period": "Month", "value": "crop value",
+                        "who": "an irrigation district's water master"},
+    "power station cooling": {"fields": ["UnitA", "UnitB", "UnitC", "UnitD", "UnitE", "UnitF", "UnitG"],
+                              "field": "generating unit", "area": "MW of capacity", "period": "Week",
+                              "value": "contract margin", "who": "the utility's water-resources engineer"},
+    "municipal parks": {"fields": ["CentralPark", "Riverside", "Arboretum", "Cemetery", "SportsGround",
+                                   "RoseGarden", "Allotments"],
+                        "field": "park", "area": "hectares", "period": "Month", "value": "amenity value",
+                        "who": "the city's parks department"},
+}
+
+
+def _capped_path(data: dict[str, Any]) -> float:
+    """Final storage when nothing is released: the most any plan can end with (every release only lowers it)."""
+    keep, level = 1 - data["evap_pct"] / 100, float(data["initial"])
+    for t in data["periods"]:
+        level = min(data["capacity"], keep * level + data["inflow"][t])
+    return level
+
+
+@register
+class IrrigationAllocation(Family):
+    name = "irrigation_allocation"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"farm irrigation": "agriculture", "power station cooling": "energy", "municipal parks": "public services"}
+    techniques = ("multi_period_balance", "ratio_percentage")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
+    reorder_keys = ("fields",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        fields = names(v["fields"], 2 + difficulty, "Field")
+        periods = [f"{v['period']}{k}" for k in range(1, 4 + difficulty)]
+        capacity = 100 * int(rng.integers(20, 80))
+        data = {"fields": fields, "periods": periods, "capacity": capacity,
+                "initial": int(capacity * rng.uniform(0.3, 0.9)), "evap_pct": int(rng.integers(1, 9)),
+                "loss_pct": int(rng.integers(5, 25)), "inflow": {t: 10 * int(rng.integers(5, 100)) for t in periods},
+                "need": {f: {t: 50 * int(rng.integers(0, 30)) for t in periods} for f in fields},
+                "value": {f: 10 * int(rng.integers(20, 200)) for f in fields},
+                "max_area": {f: 10 * int(rng.integers(20, 120)) for f in fields}}
+        return {**data, "reserve": int(_capped_path(data) * rng.uniform(0.2, 0.6))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        return {**data, "reserve": int(_capped_path(data)) + int(rng.integers(1, 50))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("irrigation_allocation")
+        fields = b.add_set("fields", data["fields"], "fields that can be planted")
+        periods = b.add_set("periods", data["periods"], "periods of the season, in order")
+        b.add_param("need", {(f, t): data["need"][f][t] for f in fields for t in periods}, ("fields", "periods"),
+                    "m3 per area unit", "water a planted unit needs in a period")
+        b.add_param("value", data["value"], ("fields",), "dollars per area unit", "value of a planted unit")
+        b.add_param("max_area", data["max_area"], ("fields",), "area units", "most that can be planted")
+        b.add_param("inflow", data["inflow"], ("periods",), "thousand m3", "inflow to the reservoir")
+        for key, unit, desc in (("capacity", "thousand m3", "reservoir capacity"),
+                                ("initial", "thousand m3", "storage at the start"),
+                                ("reserve", "thousand m3", "least storage at the end"),
+                                ("evap_pct", "%", "share of storage evaporating each period"),
+                                ("loss_pct", "%", "share of released water lost in the canals")):
+            b.add_param(key, data[key], (), unit, desc)
+        area = b.add_vars("plant", ("fields",), description="area planted", unit="area units")
+        store = b.add_vars("storage", ("periods",), ub=data["capacity"], description="storage at the period's end",
+                           unit="thousand m3")
+        spill = b.add_vars("spill", ("periods",), description="water spilled over the dam", unit="thousand m3")
+        keep, delivered = 1 - data["evap_pct"] / 100, 1 - data["loss_pct"] / 100
+        b.con_group("balance", ("periods",), "storage = kept storage + inflow - releases (needs grossed up for "
+                    "canal losses, m3 / 1000) - spill")
+        for k, t in enumerate(periods):
+            release = [(area[(f,)], data["need"][f][t] / (1000 * delivered)) for f in fields]
+            before = [(store[(periods[k - 1],)], -keep)] if k else []
+            b.add_constr("balance", (t,), [(store[(t,)], 1), (spill[(t,)], 1), *release, *before], "==",
+                         data["inflow"][t] + (0 if k else keep * data["initial"]))
+        b.con_group("max_area", ("fields",), "no field beyond its limit")
+        for f in fields:
+            b.add_constr("max_area", (f,), [(area[(f,)], 1)], "<=", data["max_area"][f])
+        b.con_group("reserve", (), "the reservoir ends the season at least at the reserve")
+        b.add_constr("reserve", (), [(store[(periods[-1],)], 1)], ">=", data["reserve"])
+        b.set_objective("maximize", [(area[(f,)], data["value"][f]) for f in fields], description="season value")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        fields, periods, unit = data["fields"], data["periods"], v["area"]
+        needs = "; ".join(f"{f}: " + listing(data["need"][f], periods) for f in fields)
+        inflow = listing(data["inflow"], periods)
+        worth = listing(data["value"], fields, "{k} ${v}")
+        limit = listing(data["max_area"], fields)
+        dam = (f"The reservoir holds at most {n(data['capacity'])} thousand m3, starts with {n(data['initial'])} "
+               f"thousand m3 and must end with at least {n(data['reserve'])} thousand m3. Each {v['period'].lower()} "
+               f"{n(data['evap_pct'])}% of the water stored at its start evaporates, and the canals lose "
+               f"{n(data['loss_pct'])}% of every release; surplus water can be spilled.")
+        if template == 0:
+            return (f"{v['who'].capitalize()} decides how many {unit} of each {v['field']} ({join(fields)}) to "
+                    f"supply this season. Water needed, in m3 per unit of {unit}, by {v['period'].lower()}: {needs}. "
+                    f"Inflows (thousand m3): {inflow}. {dam} Value per unit: {worth}; limits ({unit}): {limit}. "
+                    f"Maximise the total {v['value']}; fractional areas are fine.")
+        if template == 1:
+            header = [v["field"].capitalize(), "Value ($/unit)", "Max"] + [f"{t} (m3/unit)" for t in periods]
+            rows = [[f, data["value"][f], data["max_area"][f]] + [data["need"][f][t] for t in periods] for f in fields]
+            return (f"Seasonal water plan ({unit}).\n\n{table(header, rows)}\n\nInflows in thousand m3: {inflow}. "
+                    f"{dam} Maximise the {v['value']}.")
+        if template == 2:
+            return (f"A dry season is forecast, and {v['who']} must ration the reservoir. {dam} The inflows will be "
+                    f"{inflow} thousand m3. Each unit of {unit} needs {needs} m3, earns {worth} and is limited to "
+                    f"{limit}. Which plan earns the most {v['value']}?")
+        return (f"Maximise {v['value']} over {join(periods)}. {dam} Per-unit water needs (m3): {needs}. Inflows "
+                f"(thousand m3): {inflow}. Values: {worth}. Maximum {unit}: {limit}.")

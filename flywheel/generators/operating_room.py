@@ -1,0 +1,153 @@
+"""Operating-room scheduling (MILP): put every surgery into one room on one day. A room-day session has its regular
+hours; it may run late, but only after calling in the overtime team (binary ``late``, a fixed cost) and then by at
+most ``max_overtime`` minutes (big-M indicator: ``overtime <= max_overtime * late``), each overtime hour paid.
+If-then rule: if surgery A is on a day, its follow-up B is not on that day (``A on d + B on d <= 1`` for each day).
+Each day a surgery waits beyond the first costs its priority points. Minimise overtime plus waiting costs.
+
+Durations are in minutes and sessions in hours (``minutes <= 60 * hours + overtime``). Feasible by construction:
+a planted schedule keeps every follow-up pair on different days, and the regular hours and the overtime allowance
+are set from its session loads. Infeasible variant: one surgery lasts longer than the longest session with its
+full overtime allowance, so it fits no session.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, pick, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "hospital theatres": {
+        "jobs": ["HipReplace", "KneeScope", "Appendix", "Cataract", "Hernia", "Bypass", "Tonsils", "Gallbladder",
+                 "SpineFusion", "Biopsy", "Shoulder", "Carpal", "Bunion"],
+        "rooms": ["TheatreA", "TheatreB", "TheatreC"], "job": "surgery", "room": "operating room",
+        "who": "the theatre manager", "pair": "its follow-up procedure", "team": "the on-call surgical team",
+    },
+    "exam halls": {
+        "jobs": ["Maths1", "Maths2", "Physics", "Chemistry", "Biology", "English", "History", "Latin", "Music",
+                 "Economics", "Geography", "French", "German"],
+        "rooms": ["MainHall", "SportsHall", "Annexe"], "job": "exam", "room": "exam hall",
+        "who": "the examinations officer", "pair": "a paper many of the same candidates sit",
+        "team": "extra invigilators",
+    },
+    "court rooms": {
+        "jobs": ["TrialA", "TrialB", "Appeal1", "Appeal2", "Custody", "Probate", "Fraud", "Tenancy", "Injunction",
+                 "Bail", "Sentencing", "Inquest", "Licensing"],
+        "rooms": ["Court1", "Court2", "Court3"], "job": "hearing", "room": "courtroom",
+        "who": "the listing officer", "pair": "a related hearing with the same barristers",
+        "team": "late-sitting clerks and security",
+    },
+}
+
+
+@register
+class OperatingRoom(Family):
+    name = "operating_room"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"hospital theatres": "health care", "exam halls": "sports and education",
+               "court rooms": "public services"}
+    techniques = ("big_m_indicator", "either_or_if_then")
+    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
+                       ("units", "implied_integrality"))
+    reorder_keys = ("jobs",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        jobs = names(v["jobs"], 3 + difficulty + difficulty // 2, "Job")
+        rooms = names(v["rooms"], 2 + difficulty // 4, "Room")
+        days = [f"Day{k}" for k in range(1, 3 + difficulty // 2)]
+        minutes = {j: 15 * int(rng.integers(3, 17)) for j in jobs}
+        order = [jobs[int(i)] for i in rng.permutation(len(jobs))]
+        pairs = [order[2 * k: 2 * k + 2] for k in range(1 + difficulty // 2)]
+        day = {j: pick(rng, days) for j in jobs}
+        for a, b in pairs:  # the planted schedule keeps each follow-up pair apart
+            day[b] = day[b] if day[b] != day[a] else days[(days.index(day[a]) + 1) % len(days)]
+        room = {j: pick(rng, rooms) for j in jobs}
+        load = {(r, d): sum(minutes[j] for j in jobs if room[j] == r and day[j] == d) for r in rooms for d in days}
+        hours = {r: max(1, int(max(load[(r, d)] for d in days) * rng.uniform(0.75, 0.95) / 60)) for r in rooms}
+        over = max(load[(r, d)] - 60 * hours[r] for r in rooms for d in days)
+        return {"jobs": jobs, "rooms": rooms, "days": days, "minutes": minutes, "hours": hours,
+                "max_overtime": max(30, 15 * math.ceil(over / 15)), "late_cost": 50 * int(rng.integers(4, 20)),
+                "overtime_rate": 10 * int(rng.integers(20, 60)), "priority": {j: int(rng.integers(1, 40)) for j in jobs},
+                "apart": pairs}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        j = pick(rng, data["jobs"])
+        longest = 60 * max(data["hours"].values()) + data["max_overtime"]
+        return {**data, "minutes": {**data["minutes"], j: longest + 15 * int(rng.integers(1, 4))}}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("operating_room")
+        jobs = b.add_set("jobs", data["jobs"], "cases to schedule")
+        rooms = b.add_set("rooms", data["rooms"], "rooms")
+        days = b.add_set("days", data["days"], "days, in order")
+        b.add_param("minutes", data["minutes"], ("jobs",), "minutes", "length of a case")
+        b.add_param("hours", data["hours"], ("rooms",), "hours", "regular hours of a room's daily session")
+        b.add_param("max_overtime", data["max_overtime"], (), "minutes", "longest a session may run late")
+        b.add_param("late_cost", data["late_cost"], (), "dollars", "cost of calling in the overtime team")
+        b.add_param("overtime_rate", data["overtime_rate"], (), "dollars per hour", "cost of an overtime hour")
+        b.add_param("priority", data["priority"], ("jobs",), "points per day", "cost of a day of waiting")
+        b.add_param("wait", {d: k for k, d in enumerate(days)}, ("days",), "days", "days waited beyond the first",
+                    derived=True)
+        x = b.add_vars("assign", ("jobs", "rooms", "days"), VarType.BINARY,
+                       description="1 if the case is in the room on the day")
+        late = b.add_vars("late", ("rooms", "days"), VarType.BINARY, description="1 if the session runs late")
+        extra = b.add_vars("overtime", ("rooms", "days"), description="minutes the session runs late",
+                           unit="minutes")
+        b.con_group("once", ("jobs",), "every case is scheduled exactly once")
+        for j in jobs:
+            b.add_constr("once", (j,), [(x[(j, r, d)], 1) for r in rooms for d in days], "==", 1)
+        b.con_group("session", ("rooms", "days"), "case minutes within 60 * regular hours plus overtime")
+        b.con_group("overtime", ("rooms", "days"), "overtime only with the team called in (big-M)")
+        for r in rooms:
+            for d in days:
+                b.add_constr("session", (r, d), [(x[(j, r, d)], data["minutes"][j]) for j in jobs]
+                             + [(extra[(r, d)], -1)], "<=", 60 * data["hours"][r])
+                b.add_constr("overtime", (r, d), [(extra[(r, d)], 1), (late[(r, d)], -data["max_overtime"])], "<=", 0)
+        b.add_set("pairs", [f"{a}__{c}" for a, c in data["apart"]], "cases kept on different days")
+        b.con_group("apart", ("pairs", "days"), "if the first of a pair is on a day, the second is not")
+        for a, c in data["apart"]:
+            for d in days:
+                b.add_constr("apart", (f"{a}__{c}", d), [(x[(j, r, d)], 1) for j in (a, c) for r in rooms], "<=", 1)
+        wait = {d: k for k, d in enumerate(days)}
+        b.set_objective("minimize", [(late[(r, d)], data["late_cost"]) for r in rooms for d in days]
+                        + [(extra[(r, d)], data["overtime_rate"] / 60) for r in rooms for d in days]
+                        + [(x[(j, r, d)], data["priority"][j] * wait[d]) for j in jobs for r in rooms for d in days],
+                        description="overtime plus waiting costs")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        jobs, job, room = data["jobs"], v["job"], v["room"]
+        length = listing(data["minutes"], jobs, "{k} {v} min")
+        prio = listing(data["priority"], jobs)
+        apart = "; ".join(f"if {a} is on a day, {c} ({v['pair']}) must not be that day" for a, c in data["apart"])
+        setting = (f"The {room}s {listing(data['hours'], data['rooms'], '{k} ({v} hours)')} are open on "
+                   f"{join(data['days'])}. A session may run late only if {v['team']} is called in, at "
+                   f"${n(data['late_cost'])} per session, and then by at most {n(data['max_overtime'])} minutes, "
+                   f"paid at ${n(data['overtime_rate'])} per hour.")
+        waiting = f"Every day a {job} waits after {data['days'][0]} costs its priority points: {prio}; a point counts the same as a dollar."
+        if template == 0:
+            return (f"{v['who'].capitalize()} must schedule {len(jobs)} {job}s: {length}. {setting} Each {job} goes "
+                    f"into one {room} on one day. Rules: {apart}. {waiting} Minimise overtime costs plus priority "
+                    "points.")
+        if template == 1:
+            rows = [[j, data["minutes"][j], data["priority"][j]] for j in jobs]
+            return (f"{room.capitalize()} schedule.\n\n{table([job.capitalize(), 'Minutes', 'Priority/day'], rows)}"
+                    f"\n\n{setting} Rules: {apart}. Assignments are 0/1 and overtime minutes continuous. {waiting} "
+                    "Minimise the total cost.")
+        if template == 2:
+            return (f"The waiting list is long and {v['who']} is planning next week. {setting} The {job}s to fit in "
+                    f"are {length}. {waiting} There is one more rule: {apart}. Where and when should each {job} go "
+                    "so that overtime and waiting together cost as little as possible?")
+        return (f"Assign {job}s to {room}s and days at least cost. Lengths: {length}. {setting} {waiting} "
+                f"Rules: {apart}.")

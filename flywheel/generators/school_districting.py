@@ -1,0 +1,130 @@
+"""School districting (IP, binary): assign every neighbourhood, whole, to exactly one school (set partitioning:
+``sum_j assign[i, j] = 1``) so that each school's enrolment stays within a percentage band of its capacity
+(``lo% * capacity <= enrolment <= hi% * capacity``, the percentages divided by 100 in the coefficients), and the
+total student-kilometres travelled are as small as possible.
+
+Feasible by construction: a planted assignment gives every school at least one neighbourhood, and each capacity
+is set so that the planted enrolment sits in the middle of the band. Infeasible variant: one neighbourhood grows
+until the students exceed ``hi%`` of all the capacities together; every student must go somewhere, so some
+school is over its upper limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "school district": {
+        "areas": ["Millbrook", "Ashgrove", "Fairview", "Elmwood", "Kingsmead", "Lowfield", "Northcote", "Oakdene",
+                  "Parkside", "Queensway", "Rosehill", "Southgate", "Thornbury", "Upton", "Valemount", "Westcliff",
+                  "Yewtree", "Brambles", "Cedars"],
+        "sites": ["Lincoln", "Hawthorn", "StMarys", "Riverside", "Greenhill"],
+        "site": "school", "people": "pupils", "who": "the district's admissions office",
+    },
+    "youth football hubs": {
+        "areas": ["Dockside", "Hilltop", "Meadows", "Canalside", "Brickfields", "Orchard", "Foxley", "Beacon",
+                  "Chapelgate", "Linden", "Marsh", "Netherby", "Oldfield", "Pinewood", "Quarryside", "Redhouse",
+                  "Stonebridge", "Tannery", "Underhill"],
+        "sites": ["EastPitch", "WestPitch", "Arena", "Colts", "Academy"],
+        "site": "training hub", "people": "junior players", "who": "the county football association",
+    },
+    "clinic catchments": {
+        "areas": ["Abbeyfield", "Barnsdale", "Claremont", "Dunmore", "Eastleigh", "Farnley", "Glenside", "Holbeck",
+                  "Ingleby", "Jesmond", "Kirkdale", "Longford", "Moorside", "Newlands", "Ormsby", "Priory",
+                  "Roundhay", "Saltwell", "Tinsley"],
+        "sites": ["ParkClinic", "HarbourGP", "CentralCare", "HillMedical", "ValeHealth"],
+        "site": "clinic", "people": "registered patients", "who": "the health board's planning lead",
+    },
+}
+
+
+@register
+class SchoolDistricting(Family):
+    name = "school_districting"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+    sectors = {"school district": "public services", "youth football hubs": "sports and education",
+               "clinic catchments": "health care"}
+    techniques = ("set_partitioning_covering", "ratio_percentage")
+    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
+                       ("units", "implied_integrality"))
+    reorder_keys = ("areas",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        areas = names(v["areas"], 4 + 3 * difficulty, "Area")
+        sites = names(v["sites"], 2 + (difficulty + 1) // 2, "Site")
+        students = {a: 10 * int(rng.integers(4, 40)) for a in areas}
+        distance = {a: {s: round(float(rng.uniform(0.5, 12)), 1) for s in sites} for a in areas}
+        planted = [sites[int(i)] for i in rng.permutation(len(sites))] + [pick(rng, sites) for _ in areas]
+        low, high = int(pick(rng, [60, 65, 70, 75])), int(pick(rng, [95, 100, 105, 110]))
+        load = {s: sum(students[a] for a, p in zip(areas, planted, strict=False) if p == s) for s in sites}
+        # The planted enrolment at the middle of the band: rounding the capacity moves the ratio by < 1 point.
+        capacity = {s: round(load[s] * 200 / (low + high)) for s in sites}
+        return {"areas": areas, "sites": sites, "students": students, "distance": distance, "capacity": capacity,
+                "low_pct": low, "high_pct": high}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        room = sum(data["capacity"].values()) * data["high_pct"] / 100
+        a = pick(rng, data["areas"])
+        others = sum(data["students"].values()) - data["students"][a]
+        return exceed(data, "students", a, room - others, 10 * rng.integers(1, 5))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("school_districting")
+        areas = b.add_set("areas", data["areas"], "neighbourhoods to assign")
+        sites = b.add_set("sites", data["sites"], "schools (sites) with a capacity")
+        b.add_param("students", data["students"], ("areas",), "students", "students living in a neighbourhood")
+        b.add_param("distance", {(a, s): data["distance"][a][s] for a in areas for s in sites}, ("areas", "sites"),
+                    "km", "distance from a neighbourhood to a site")
+        b.add_param("capacity", data["capacity"], ("sites",), "students", "capacity of a site")
+        b.add_param("low_pct", data["low_pct"], (), "%", "least enrolment as a percentage of capacity")
+        b.add_param("high_pct", data["high_pct"], (), "%", "most enrolment as a percentage of capacity")
+        x = b.add_vars("assign", ("areas", "sites"), VarType.BINARY, description="1 if the area goes to the site")
+        b.con_group("one_site", ("areas",), "every neighbourhood goes to exactly one site (partitioning)")
+        for a in areas:
+            b.add_constr("one_site", (a,), [(x[(a, s)], 1) for s in sites], "==", 1)
+        b.con_group("band_low", ("sites",), "enrolment at least low_pct / 100 of capacity")
+        b.con_group("band_high", ("sites",), "enrolment at most high_pct / 100 of capacity")
+        for s in sites:
+            load = [(x[(a, s)], data["students"][a]) for a in areas]
+            b.add_constr("band_low", (s,), load, ">=", data["low_pct"] / 100 * data["capacity"][s])
+            b.add_constr("band_high", (s,), load, "<=", data["high_pct"] / 100 * data["capacity"][s])
+        b.set_objective("minimize", [(x[(a, s)], data["students"][a] * data["distance"][a][s])
+                                     for a in areas for s in sites], description="student-kilometres")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        areas, sites, site, people = data["areas"], data["sites"], v["site"], v["people"]
+        counts = listing(data["students"], areas)
+        caps = listing(data["capacity"], sites)
+        dist = "; ".join(f"{a}: " + listing(data["distance"][a], sites, "{v} km to {k}") for a in areas)
+        band = (f"Each {site} must be filled to between {n(data['low_pct'])}% and {n(data['high_pct'])}% of its "
+                "capacity.")
+        if template == 0:
+            return (f"{v['who'].capitalize()} is redrawing catchments: each of {join(areas)} goes to one {site} "
+                    f"({join(sites)}), never split. {people.capitalize()} per neighbourhood: {counts}. Capacities: "
+                    f"{caps}. {band} Distances: {dist}. Minimise the total distance travelled by all {people}.")
+        if template == 1:
+            rows = [[a, data["students"][a]] + [data["distance"][a][s] for s in sites] for a in areas]
+            header = ["Neighbourhood", people.capitalize()] + [f"km to {s}" for s in sites]
+            return (f"Catchment plan.\n\n{table(header, rows)}\n\n{site.capitalize()} capacities: {caps}. {band} "
+                    "Every neighbourhood is assigned entirely to exactly one site (a yes/no decision). Minimise "
+                    f"{people} times kilometres.")
+        if template == 2:
+            return (f"Parents have complained about long journeys, so {v['who']} wants catchments that keep travel "
+                    f"short. The {site}s are {join(sites)} with room for {caps}. {band} The neighbourhoods have "
+                    f"{counts} {people}, and the distances are {dist}. No neighbourhood may be split. Which "
+                    f"{site} should each neighbourhood be assigned to?")
+        return (f"Assign neighbourhoods to {site}s, minimising {people}-kilometres. {people.capitalize()}: {counts}. "
+                f"{band} Capacities: {caps}. Distances: {dist}. Each neighbourhood belongs to one {site}.")

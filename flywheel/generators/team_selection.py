@@ -1,0 +1,127 @@
+"""Team selection (IP, binary): pick a squad with exactly the required number of people in every position (a
+partitioning of the squad by position: ``sum_{p in position} pick[p] = required``), within a budget, maximising the
+total rating, under three logical rules: if A is picked then B is (``pick[A] <= pick[B]``), not both C and D
+(``pick[C] + pick[D] <= 1``), and at least one of E and F (a cover: ``pick[E] + pick[F] >= 1``).
+
+Feasible by construction: a planted squad fills every position and obeys the rules (A, B, C and E in it, D out),
+and the budget covers it. Infeasible variant: the budget is cut below the cheapest way to fill the positions at
+all (the rules only make it dearer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._phrasing import thousands
+from flywheel.generators._text import listing, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "football squad": {
+        "positions": {"Goalkeeper": "GK", "Defender": "DF", "Midfielder": "MF", "Forward": "FW"},
+        "person": "player", "who": "the club's head coach", "rating": "scouting rating", "cost": "transfer fee",
+    },
+    "council committee": {
+        "positions": {"Councillor": "Cllr", "Resident": "Res", "Expert": "Exp", "Youth": "Yth"},
+        "person": "nominee", "who": "the council's standards officer", "rating": "panel score",
+        "cost": "allowance",
+    },
+    "project team": {
+        "positions": {"Architect": "Arch", "Engineer": "Eng", "Tester": "Test", "Analyst": "Ana"},
+        "person": "consultant", "who": "a telecom operator's programme director", "rating": "skill score",
+        "cost": "contract fee",
+    },
+}
+
+
+@register
+class TeamSelection(Family):
+    name = "team_selection"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+    sectors = {"football squad": "sports and education", "council committee": "public services",
+               "project team": "telecom"}
+    techniques = ("either_or_if_then", "set_partitioning_covering")
+    template_styles = (("implied_integrality",), ("table",), ("story", "units"), ("implied_integrality",))
+    reorder_keys = ("people",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        positions = list(v["positions"])[: 3 + difficulty // 3]
+        required = {q: int(rng.integers(1, 4)) for q in positions}
+        roster = {q: [f"{v['positions'][q]}{k}" for k in range(1, required[q] + 2 + difficulty)] for q in positions}
+        people = [p for q in positions for p in roster[q]]
+        position = {p: q for q in positions for p in roster[q]}
+        picked = [p for q in positions for p in [roster[q][int(i)] for i in rng.permutation(len(roster[q]))][
+            : required[q]]]
+        out = [p for p in people if p not in picked]
+        a, b, c, e = (picked[int(i)] for i in rng.permutation(len(picked))[:4]) if len(picked) >= 4 else (
+            picked * 4)[:4]
+        d, f = (out[int(i)] for i in rng.permutation(len(out))[:2])
+        cost = {p: 10 * int(rng.integers(5, 60)) for p in people}
+        return {"positions": positions, "required": required, "people": people, "position": position,
+                "rating": {p: int(rng.integers(40, 100)) for p in people}, "cost": cost,
+                "budget": sum(cost[p] for p in picked) + 10 * int(rng.integers(0, 40)),
+                "if_then": [a, b], "not_both": [c, d], "at_least_one": [e, f]}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        cheapest = sum(sum(sorted(data["cost"][p] for p in data["people"] if data["position"][p] == q)
+                           [: data["required"][q]]) for q in data["positions"])
+        return {**data, "budget": int(cheapest - 10 * rng.integers(1, 5))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("team_selection")
+        people = b.add_set("people", data["people"], "candidates")
+        positions = b.add_set("positions", data["positions"], "positions to fill")
+        b.add_param("required", data["required"], ("positions",), "people", "how many a position needs")
+        b.add_param("rating", data["rating"], ("people",), "points", "rating of a candidate")
+        b.add_param("cost", data["cost"], ("people",), "thousand dollars", "cost of a candidate")
+        b.add_param("budget", data["budget"], (), "thousand dollars", "total budget")
+        x = b.add_vars("pick", ("people",), VarType.BINARY, description="1 if the candidate is picked")
+        b.con_group("position", ("positions",), "exactly the required number in each position")
+        for q in positions:
+            b.add_constr("position", (q,), [(x[(p,)], 1) for p in people if data["position"][p] == q], "==",
+                         data["required"][q])
+        b.con_group("budget", (), "total cost within the budget")
+        b.add_constr("budget", (), [(x[(p,)], data["cost"][p]) for p in people], "<=", data["budget"])
+        a, c = data["if_then"]
+        b.con_group("if_then", (), "if the first is picked, so is the second")
+        b.add_constr("if_then", (), [(x[(a,)], 1), (x[(c,)], -1)], "<=", 0)
+        b.con_group("not_both", (), "at most one of two rivals (either-or)")
+        b.add_constr("not_both", (), [(x[(p,)], 1) for p in data["not_both"]], "<=", 1)
+        b.con_group("at_least_one", (), "at least one of two (a cover)")
+        b.add_constr("at_least_one", (), [(x[(p,)], 1) for p in data["at_least_one"]], ">=", 1)
+        b.set_objective("maximize", [(x[(p,)], data["rating"][p]) for p in people], description="total rating")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        people, person = data["people"], v["person"]
+        (a, b), (c, d), (e, f) = data["if_then"], data["not_both"], data["at_least_one"]
+        need = listing(data["required"], data["positions"])
+        rules = (f"If {a} is picked, {b} must be picked too. {c} and {d} cannot both be picked. At least one of {e} "
+                 f"and {f} must be picked.")
+        pool = "; ".join(f"{p} ({data['position'][p]}, {v['rating']} {n(data['rating'][p])}, "
+                         f"{v['cost']} {n(data['cost'][p])})" for p in people)
+        budget = f"The budget is {n(data['budget'])} thousand dollars."
+        if template == 0:
+            return (f"{v['who'].capitalize()} must pick exactly this many per position: {need}. Candidates, with {v['cost']} in thousand "
+                    f"dollars: {pool}. {budget} {rules} Which {person}s maximise the total {v['rating']}?")
+        if template == 1:
+            rows = [[p, data["position"][p], data["rating"][p], data["cost"][p]] for p in people]
+            header = [person.capitalize(), "Position", v["rating"].capitalize(), f"{v['cost'].capitalize()} ($k)"]
+            return (f"Selection problem.\n\n{table(header, rows)}\n\nRequired per position: {need}. {budget} {rules} Each "
+                    f"{person} is picked or not (binary). Maximise the total {v['rating']}.")
+        if template == 2:
+            fees = "; ".join(f"{p}, a {data['position'][p]}, rated {n(data['rating'][p])} for "
+                             f"${thousands(1000 * data['cost'][p])}" for p in people)
+            return (f"Selection day has come and {v['who']} has ${thousands(1000 * data['budget'])} to spend. The "
+                    f"line-up needs, per position: {need}. On the shortlist: {fees}. {rules} Who should be picked to make the "
+                    f"strongest line-up? A {person} cannot be half-picked.")
+        return (f"Maximise the {v['rating']} of a selection with, per position, {need}. Pool: {pool}. {budget} {rules}")
