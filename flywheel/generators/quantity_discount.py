@@ -135,7 +135,8 @@ class QuantityDiscount(Family):
         if template == 1:
             rows = [[i, data["demand"][i], data["volume"][i], s, p] for i in items
                     for s, p in zip(data["start"][i], data["price"][i], strict=True)]
-            header = ["Item", f"Demand ({unit})", f"Storage litres per {one}", f"Tier from ({unit})", f"Price ($ per {one})"]
+            header = ["Item", f"Demand ({unit})", f"Storage litres per {one}", f"Tier from ({unit})",
+                      f"Price ($ per {one})"]
             return (f"All-units discount purchasing by {v['who']}.\n\n{table(header, rows)}\n\n"
                     f"{rule} {room}. Minimise the total cost while covering every demand; any amount may be ordered.")
         if template == 2:
