@@ -109,6 +109,7 @@ class HubLocation(Family):
         num = number_text
         v = _DOMAINS[domain]
         origins, hubs, d, unit, one = data["origins"], data["hubs"], data, v["unit"], v["one"]
+        hubs_word, origins_word = plural(v["hub"]), plural(v["origin"])
         volumes = listing(d["volume"], origins)
         hub_terms = "; ".join(f"{h}: opening costs {num(d['fixed'][h])} thousand dollars, capacity "
                               f"{num(d['capacity'][h])}, plus up to {num(d['extra'][h])} extra at "
@@ -117,9 +118,9 @@ class HubLocation(Family):
         rule = (f"Each {v['origin']} must be served by exactly one open {v['hub']}, with all of its volume; extra "
                 f"capacity exists only at an open {v['hub']}.")
         if template == 0:
-            return (f"{v['who'].capitalize()} is choosing which {plural(v['hub'])} to open. {v['origin'].capitalize()} "
-                    f"volumes ({unit}): {volumes}. Candidate {plural(v['hub'])}: {hub_terms}. Collection cost in dollars "
-                    f"per {one}: {costs}. {rule} Which {plural(v['hub'])} should open, and which serves each "
+            return (f"{v['who'].capitalize()} is choosing which {hubs_word} to open. {v['origin'].capitalize()} "
+                    f"volumes ({unit}): {volumes}. Candidate {hubs_word}: {hub_terms}. Collection cost in dollars "
+                    f"per {one}: {costs}. {rule} Which {hubs_word} should open, and which serves each "
                     f"{v['origin']}, to minimise the daily total cost?")
         if template == 1:
             rows = [[o, d["volume"][o]] + [d["cost"][o][h] for h in hubs] for o in origins]
@@ -128,10 +129,10 @@ class HubLocation(Family):
                     "total of opening, collection and extra-capacity costs.")
         if template == 2:
             fixed = ", ".join(f"{h} ${thousands(1000 * d['fixed'][h])}" for h in hubs)
-            return (f"After a merger, {v['who']} is redrawing its network of {plural(v['hub'])}. Opening one costs "
+            return (f"After a merger, {v['who']} is redrawing its network of {hubs_word}. Opening one costs "
                     f"{fixed} a day. Each handles its regular capacity ({listing(d['capacity'], hubs)} {unit}) and "
                     f"can stretch by up to {listing(d['extra'], hubs)} at a premium of "
-                    f"{listing(d['premium'], hubs, '{k} ${v}')} per {one}. The {plural(v['origin'])} send {volumes}, and "
+                    f"{listing(d['premium'], hubs, '{k} ${v}')} per {one}. The {origins_word} send {volumes}, and "
                     f"collecting costs {costs} per {one}. {rule} What is the cheapest network?")
         return (f"Minimise opening plus collection plus extra-capacity cost for a {domain} network. Volumes: "
                 f"{volumes}. Hubs: {hub_terms}. Unit costs: {costs}. {rule} Opening and assignment are yes/no "

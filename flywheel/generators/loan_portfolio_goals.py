@@ -120,7 +120,8 @@ class LoanPortfolioGoals(Family):
         goals = (f"Goals: interest income of at least {n(d['return_goal'])} thousand dollars a year (each thousand "
                  f"dollars short costs {n(d['w_return'])} penalty points); an average risk score, weighted by the "
                  f"amounts lent, of at most {n(d['risk_target'])} (the excess is the sum over loan types of (score - "
-                 f"{n(d['risk_target'])}) x thousand dollars lent; each unit of it costs {n(d['w_risk'])} points); and at least {n(d['share'])}% of all lending going to "
+                 f"{n(d['risk_target'])}) x thousand dollars lent; each unit of it costs {n(d['w_risk'])} points); "
+                 f"and at least {n(d['share'])}% of all lending going to "
                  f"{v['priority']}, that is {join(d['priority'])}, as {v['why']} asks (each thousand dollars short "
                  f"costs {n(d['w_share'])} points).")
         rates = listing(d["rate"], loans, "{k} {v}%")
