@@ -1,0 +1,137 @@
+"""Assembly line balancing, type 2 (MILP): assign every task (a time in seconds) to one of a fixed number of
+stations in line order so that each task sits no later in the line than the tasks that need it (precedence:
+``sum_s s x[a,s] <= sum_s s x[b,s]`` for every ``a`` before ``b``), and minimise the cycle time, the largest
+station load (min-max: ``cycle >= load_s`` for every station), within a stated longest cycle (in minutes; the
+coefficient is 60 seconds per minute). A valid cut, ``cycle >= longest task``, tightens the LP relaxation (which
+may split a task between stations).
+
+Feasible by construction: the longest cycle is set at or above the largest load of a witness assignment (tasks in
+their topological order, filled station by station up to the average load, the rest to the last station).
+Infeasible variant: the longest cycle is cut below the average station load (total time / stations); the loads
+sum to the total time, so some station always carries at least the average.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, plural, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "washing machine line": {
+        "tasks": ["MountFrame", "FitDrum", "FitMotor", "WireHarness", "FitPump", "AttachDoor", "FitPanel",
+                  "MountControls", "FitHoses", "Seal", "FitLid", "TestRun", "Label", "Pack"],
+        "station": "workstation", "who": "the industrial engineer of an appliance plant",
+    },
+    "order picking line": {
+        "tasks": ["ScanOrder", "PickBulk", "PickSmall", "CheckItems", "Wrap", "Box", "AddInvoice", "Weigh",
+                  "Seal", "PrintLabel", "Tape", "Sort", "Palletise", "Load"],
+        "station": "pick station", "who": "the shift lead of a fulfilment warehouse",
+    },
+    "router assembly": {
+        "tasks": ["PlaceBoard", "SolderPorts", "FitChip", "FitRadio", "FitAntenna", "FlashFirmware", "FitFan",
+                  "CloseCase", "ScrewCase", "BurnIn", "SignalTest", "Sticker", "Manual", "Carton"],
+        "station": "bench", "who": "the production lead of a network equipment maker",
+    },
+}
+
+
+def _witness_load(times: list[int], stations: int) -> int:
+    """The largest load when tasks, in topological order, fill stations up to the average load in turn."""
+    target = sum(times) / stations
+    loads = [0] * stations
+    s = 0
+    for t in times:
+        if loads[s] + t > target and loads[s] > 0 and s < stations - 1:
+            s += 1
+        loads[s] += t
+    return max(loads)
+
+
+@register
+class AssemblyLineBalancing(Family):
+    name = "assembly_line_balancing"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"washing machine line": "manufacturing", "order picking line": "logistics",
+               "router assembly": "telecom"}
+    techniques = ("precedence_disjunctive", "min_max")
+    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"), ("plain",))
+    reorder_keys = ("tasks",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        tasks = names(_DOMAINS[domain]["tasks"], 5 + difficulty, "Task")  # in a topological order
+        time = {t: int(rng.integers(10, 90)) for t in tasks}  # seconds
+        after = {b: sorted({tasks[int(i)] for i in rng.integers(0, k, size=int(rng.integers(1, 3)))})
+                 for k, b in enumerate(tasks) if k > 0 and rng.random() < 0.8}
+        stations = 2 + difficulty // 2
+        worst = _witness_load([time[t] for t in tasks], stations)
+        return {"tasks": tasks, "time": time, "after": after, "stations": stations,
+                "max_cycle": (math.ceil(worst / 6) + int(rng.integers(0, 6))) / 10}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        average = sum(data["time"].values()) / data["stations"]  # seconds
+        return {**data, "max_cycle": max(0, math.floor(average / 6) - int(rng.integers(1, 3))) / 10}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("assembly_line_balancing")
+        tasks = b.add_set("tasks", data["tasks"], "tasks to assign")
+        stations = b.add_set("stations", [f"S{k + 1}" for k in range(data["stations"])], "stations in line order")
+        pairs = [(a, c) for c, before in data["after"].items() for a in before]
+        b.add_set("precedences", [f"{a}__{c}" for a, c in pairs], "task pairs: the first must come no later")
+        b.add_param("time", data["time"], ("tasks",), "seconds", "time of a task")
+        b.add_param("stations", data["stations"], (), "stations", "number of stations")
+        b.add_param("max_cycle", data["max_cycle"], (), "minutes", "longest allowed cycle time")
+        x = b.add_vars("assign", ("tasks", "stations"), VarType.BINARY, description="1 if the task is at the station")
+        cycle = b.add_var("cycle", description="cycle time: the largest station load", unit="seconds")
+        b.con_group("assign", ("tasks",), "every task at exactly one station")
+        for t in tasks:
+            b.add_constr("assign", (t,), [(x[(t, s)], 1) for s in stations], "==", 1)
+        b.con_group("load", ("stations",), "the cycle time is at least every station's load (min-max)")
+        for s in stations:
+            b.add_constr("load", (s,), [(x[(t, s)], data["time"][t]) for t in tasks] + [(cycle, -1)], "<=", 0)
+        b.con_group("precedence", ("precedences",), "a task's station is no later than its successor's")
+        for a, c in pairs:
+            b.add_constr("precedence", (f"{a}__{c}",), [(x[(a, s)], k + 1) for k, s in enumerate(stations)]
+                         + [(x[(c, s)], -(k + 1)) for k, s in enumerate(stations)], "<=", 0)
+        # Valid but not implied by the LP relaxation (which may split a task): a tighter bound, a faster proof.
+        b.con_group("longest_task", (), "the cycle time is at least the longest task")
+        b.add_constr("longest_task", (), [(cycle, 1)], ">=", max(data["time"].values()))
+        b.con_group("max_cycle", (), "the cycle time within the longest allowed (minutes x 60)")
+        b.add_constr("max_cycle", (), [(cycle, 1)], "<=", 60 * data["max_cycle"])
+        b.set_objective("minimize", [(cycle, 1)], description="cycle time in seconds")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        tasks, st = data["tasks"], v["station"]
+        times = listing(data["time"], tasks, "{k} {v} s")
+        order = "; ".join(f"{c} needs {join(before)} done first" for c, before in data["after"].items()
+                          if c in tasks) or "no task depends on another"
+        rule = (f"A task may not sit at a {st} earlier in the line than a task it needs (the same {st} is fine).")
+        limit = f"The cycle time may not exceed {n(data['max_cycle'])} minutes."
+        count = f"{n(data['stations'])} {plural(st)} in a row"
+        if template == 0:
+            return (f"{v['who'].capitalize()} must spread {len(tasks)} tasks over {count}. Task times in seconds: "
+                    f"{times}. Precedences: {order}. {rule} The cycle time is the largest total task time at any "
+                    f"{st}. {limit} Assign each task to one {st} so that the cycle time is as short as possible.")
+        if template == 1:
+            rows = [[t, data["time"][t], join(data["after"].get(t, [])) or "-"] for t in tasks]
+            return (f"Balance a {domain} with {count}.\n\n{table(['Task', 'Time (s)', 'Needs first'], rows)}\n\n"
+                    f"{rule} {limit} Minimise the cycle time, the heaviest {st} load, with every task at exactly "
+                    f"one {st}.")
+        if template == 2:
+            return (f"Demand has gone up, and {v['who']} wants the {domain} to run faster. The line has {count}, "
+                    f"and the work is split into tasks taking {times} (seconds). Some tasks need others first: "
+                    f"{order}. {rule} The line moves at the pace of its busiest {st}. {limit} Which assignment "
+                    "gives the shortest cycle, each task done at a single station?")
+        return (f"Minimise the cycle time of a {domain}. Stations: {count}. Times (s): {times}. Order: {order}. "
+                f"{rule} {limit} Each task is assigned whole to one {st}, an integer (0/1) choice.")

@@ -1,0 +1,147 @@
+"""Loan portfolio goal programme (LP): a lender spreads a fixed fund over loan types (each capped) and comes as
+close as it can to three goals, paying stated penalty weights for each unit of deviation in the unwanted
+direction: a return goal (interest earned, shortfall penalised), a risk goal (the average risk score at most a
+target, written without a ratio as ``sum_l (score_l - target) x_l + under - over = 0``, excess penalised) and a
+share goal (priority loans at least ``s%`` of all lending: ``sum_pri x - s/100 sum_all x + under - over = 0``,
+shortfall penalised). Interest rates are stated in percent: the coefficient is ``rate / 100``.
+
+Feasible by construction: every cap is 30-60% of the fund and there are at least four loan types, so the caps
+together exceed the fund. Infeasible variant: the fund, which must be lent in full, is raised above the sum of
+the caps, so ``sum x = fund > sum caps >= sum x``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._phrasing import thousands
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "commercial bank": {
+        "loans": ["Mortgage", "SmallBusiness", "Auto", "Consumer", "Commercial", "Student", "CreditCard", "Green"],
+        "who": "the credit committee of a commercial bank", "priority": "community lending",
+        "why": "the regulator's community reinvestment target",
+    },
+    "development fund": {
+        "loans": ["MicroEnterprise", "Housing", "Roads", "Schools", "Clinics", "WaterSupply", "Cooperatives",
+                  "Transit"],
+        "who": "the board of a regional development fund", "priority": "rural projects",
+        "why": "the fund's charter",
+    },
+    "farm credit co-op": {
+        "loans": ["Equipment", "Seed", "Livestock", "Land", "Irrigation", "Storage", "Orchard", "Dairy"],
+        "who": "the lending officer of a farm credit cooperative", "priority": "young-farmer loans",
+        "why": "the members' annual resolution",
+    },
+}
+
+
+@register
+class LoanPortfolioGoals(Family):
+    name = "loan_portfolio_goals"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"commercial bank": "finance", "development fund": "public services",
+               "farm credit co-op": "agriculture"}
+    techniques = ("goal_programming_weighted", "ratio_percentage")
+    template_styles = (("plain",), ("table",), ("story", "units"), ("plain",))
+    reorder_keys = ("loans",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        loans = names(_DOMAINS[domain]["loans"], 3 + difficulty, "Loan")
+        fund = int(rng.integers(10, 60)) * 100  # thousand dollars
+        rate = {k: round(float(rng.integers(30, 130)) / 10, 1) for k in loans}  # percent per year
+        risk = {k: int(rng.integers(1, 10)) for k in loans}
+        cap = {k: int(fund * rng.uniform(0.3, 0.6)) for k in loans}
+        mean_rate = sum(rate.values()) / len(loans)
+        priority = sorted(loans[int(i)] for i in rng.permutation(len(loans))[:max(1, len(loans) // 3)])
+        return {"loans": loans, "fund": fund, "rate": rate, "risk": risk, "cap": cap, "priority": priority,
+                "return_goal": int(fund * mean_rate / 100 * rng.uniform(0.9, 1.2)),
+                "risk_target": max(1.5, round(sum(risk.values()) / len(loans) - int(rng.integers(0, 15)) / 10, 1)),
+                "share": int(rng.integers(20, 50)), "w_return": int(rng.integers(4, 12)),
+                "w_risk": int(rng.integers(1, 4)), "w_share": int(rng.integers(2, 8))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        return {**data, "fund": int(sum(data["cap"].values()) + rng.integers(1, 50))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("loan_portfolio_goals")
+        loans = b.add_set("loans", data["loans"], "loan types")
+        b.add_set("priority", data["priority"], "loan types that count towards the share goal")
+        b.add_param("rate", data["rate"], ("loans",), "percent per year", "interest rate of a loan type")
+        b.add_param("risk", data["risk"], ("loans",), "score", "risk score of a loan type")
+        b.add_param("cap", data["cap"], ("loans",), "thousand dollars", "most that may go to a loan type")
+        for key, unit, desc in (("fund", "thousand dollars", "fund to lend in full"),
+                                ("return_goal", "thousand dollars", "interest income goal"),
+                                ("risk_target", "score", "target average risk score"),
+                                ("share", "percent", "priority share goal of all lending"),
+                                ("w_return", "points per thousand dollars", "penalty per unit of return shortfall"),
+                                ("w_risk", "points per score x thousand dollars", "penalty per unit of excess risk"),
+                                ("w_share", "points per thousand dollars", "penalty per unit of share shortfall")):
+            b.add_param(key, data[key], (), unit, desc)
+        x = b.add_vars("lend", ("loans",), description="amount lent per loan type", unit="thousand dollars")
+        dev = {(g, s): b.add_var(f"{g}_{s}", description=f"{s} deviation from the {g} goal")
+               for g in ("return", "risk", "share") for s in ("under", "over")}
+
+        def goal(name: str, terms: list[tuple[str, float]], rhs: float, text: str) -> None:
+            b.con_group(f"{name}_goal", (), text)
+            b.add_constr(f"{name}_goal", (), terms + [(dev[(name, "under")], 1), (dev[(name, "over")], -1)], "==",
+                         rhs)
+
+        goal("return", [(x[(k,)], data["rate"][k] / 100) for k in loans], data["return_goal"],
+             "interest earned (rate / 100) plus shortfall minus excess equals the goal")
+        goal("risk", [(x[(k,)], data["risk"][k] - data["risk_target"]) for k in loans], 0,
+             "risk score above the target, weighted by amount, balanced by the deviations (average as a ratio)")
+        goal("share", [(x[(k,)], (k in data["priority"]) - data["share"] / 100) for k in loans], 0,
+             "priority lending minus its share of all lending, balanced by the deviations")
+        b.con_group("fund", (), "the whole fund is lent")
+        b.add_constr("fund", (), [(x[(k,)], 1) for k in loans], "==", data["fund"])
+        b.con_group("cap", ("loans",), "no loan type beyond its cap")
+        for k in loans:
+            b.add_constr("cap", (k,), [(x[(k,)], 1)], "<=", data["cap"][k])
+        b.set_objective("minimize", [(dev[("return", "under")], data["w_return"]),
+                                     (dev[("risk", "over")], data["w_risk"]),
+                                     (dev[("share", "under")], data["w_share"])],
+                        description="weighted penalty of the unwanted goal deviations")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        loans, d = data["loans"], data
+        fund = f"{n(d['fund'])} thousand dollars"
+        goals = (f"Goals: interest income of at least {n(d['return_goal'])} thousand dollars a year (each thousand "
+                 f"dollars short costs {n(d['w_return'])} penalty points); an average risk score, weighted by the "
+                 f"amounts lent, of at most {n(d['risk_target'])} (the excess is the sum over loan types of (score - "
+                 f"{n(d['risk_target'])}) x thousand dollars lent; each unit of it costs {n(d['w_risk'])} points); "
+                 f"and at least {n(d['share'])}% of all lending going to "
+                 f"{v['priority']}, that is {join(d['priority'])}, as {v['why']} asks (each thousand dollars short "
+                 f"costs {n(d['w_share'])} points).")
+        rates = listing(d["rate"], loans, "{k} {v}%")
+        risks = listing(d["risk"], loans)
+        caps = listing(d["cap"], loans, "{k} {v}")
+        if template == 0:
+            return (f"{v['who'].capitalize()} must lend exactly {fund} across {join(loans)}. Annual interest rates: "
+                    f"{rates}. Risk scores (1 = safest): {risks}. At most this much (thousand dollars) may go to "
+                    f"each type: {caps}. {goals} Amounts are continuous. How should the fund be split to minimise "
+                    "the total penalty?")
+        if template == 1:
+            rows = [[k, f"{n(d['rate'][k])}%", d["risk"][k], d["cap"][k]] for k in loans]
+            return (f"Allocate a {domain}'s fund of {fund} (all of it must be lent).\n\n"
+                    f"{table(['Loan type', 'Interest rate', 'Risk score', 'Cap ($k)'], rows)}\n\n{goals} "
+                    "Minimise the weighted penalty; fractional amounts are fine.")
+        if template == 2:
+            money = ", ".join(f"${thousands(1000 * d['cap'][k])} for {k}" for k in loans)
+            return (f"Each year {v['who']} decides how to lend ${thousands(1000 * d['fund'])}, every dollar of it. "
+                    f"The loan types earn {rates} a year and carry risk scores {risks}. Concentration limits allow at "
+                    f"most {money}. {goals} Which split, in any amounts, keeps the penalty lowest?")
+        return (f"Weighted goal programme for a {domain}: lend {fund} in total over {len(loans)} loan types. Rates: "
+                f"{rates}. Scores: {risks}. Caps in thousand dollars: {caps}. {goals} Amounts may be fractional. "
+                "Minimise the weighted sum of the penalised deviations.")

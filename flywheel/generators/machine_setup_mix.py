@@ -1,0 +1,130 @@
+"""Product mix with setups and minimum lots (MILP): each product made at all pays a setup cost and must be run in a
+lot of at least its minimum (either nothing or at least ``L``: an either-or condition), up to its market, within
+every machine's hours; one product is contracted and must be made.
+
+With ``y[p]`` binary: ``x[p] >= L[p] y[p]`` (the minimum lot when made), ``x[p] <= U[p] y[p]`` (nothing without
+the setup; the market ``U`` is the big-M), setup cost ``K[p] y[p]`` in the objective (fixed charge). Machine times
+are minutes per unit against capacities in hours (coefficient minutes / 60).
+
+Feasible by construction: the contracted product's minimum lot takes at most half of every machine's hours.
+Infeasible variant: that minimum lot is raised above what one machine can process in its hours (the market is
+raised with it), and the contract forces the lot.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, pick, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "metal stamping plant": {"products": ["Bracket", "Hinge", "Clip", "Plate", "Washer", "Flange", "Shim"],
+                             "machines": ["Press", "Deburrer", "Plater", "Welder"], "lot": "production run",
+                             "unit": "parts", "who": "the plant scheduler", "buyer": "an automotive customer"},
+    "seed cleaning co-op": {"products": ["Wheat", "Barley", "Canola", "Peas", "Flax", "Oats", "Rye"],
+                            "machines": ["Cleaner", "Dryer", "Treater", "Bagger"], "lot": "batch",
+                            "unit": "bags", "who": "the co-op's operations manager", "buyer": "a seed distributor"},
+    "print shop": {"products": ["Posters", "Flyers", "Brochures", "Cards", "Banners", "Calendars", "Menus"],
+                   "machines": ["Press", "Cutter", "Folder", "Laminator"], "lot": "print run",
+                   "unit": "packs", "who": "the shop owner", "buyer": "a restaurant chain"},
+}
+
+
+@register
+class MachineSetupMix(Family):
+    name = "machine_setup_mix"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"metal stamping plant": "manufacturing", "seed cleaning co-op": "agriculture", "print shop": "retail"}
+    techniques = ("fixed_charge", "big_m_indicator", "either_or_if_then")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("plain",))
+    reorder_keys = ("products",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        products = names(v["products"], 2 + difficulty, "Product")
+        machines = names(v["machines"], 2 + difficulty // 2, "Machine")
+        minutes = {p: {m: int(rng.integers(1, 13)) for m in machines} for p in products}
+        hours = {m: int(rng.integers(6, 20)) * 10 for m in machines}
+        market = {p: int(rng.integers(30, 120)) * 10 for p in products}
+        lot = {p: int(market[p] * rng.uniform(0.2, 0.5)) for p in products}
+        must = pick(rng, products)
+        # The contracted lot fits in half of every machine's hours.
+        fits = min(hours[m] * 30 // minutes[must][m] for m in machines)
+        lot[must] = max(1, min(lot[must], fits))
+        margin = {p: int(rng.integers(3, 30)) for p in products}
+        setup = {p: int(margin[p] * lot[p] * rng.uniform(0.3, 1.2)) // 10 * 10 + 10 for p in products}
+        return {"products": products, "machines": machines, "minutes": minutes, "hours": hours, "market": market,
+                "lot": lot, "margin": margin, "setup": setup, "contract": must}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        p, m = data["contract"], pick(rng, data["machines"])
+        too_many = math.floor(data["hours"][m] * 60 / data["minutes"][p][m]) + int(rng.integers(1, 20))
+        return {**data, "lot": {**data["lot"], p: too_many},
+                "market": {**data["market"], p: max(too_many, data["market"][p])}}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("machine_setup_mix")
+        products = b.add_set("products", data["products"], "products")
+        machines = b.add_set("machines", data["machines"], "machines every product passes through")
+        b.add_param("minutes", {(p, m): data["minutes"][p][m] for p in products for m in machines},
+                    ("products", "machines"), "minutes per unit", "machine time of one unit")
+        b.add_param("hours", data["hours"], ("machines",), "hours", "machine capacity")
+        b.add_param("market", data["market"], ("products",), "units", "most units sold (big-M of the setup)")
+        b.add_param("lot", data["lot"], ("products",), "units", "minimum lot of a product that is made")
+        b.add_param("margin", data["margin"], ("products",), "dollars per unit", "margin of one unit")
+        b.add_param("setup", data["setup"], ("products",), "dollars", "setup cost of making a product at all")
+        x = b.add_vars("make", ("products",), description="units made", unit="units")
+        y = b.add_vars("setup_on", ("products",), VarType.BINARY, description="1 if the product is set up")
+        b.con_group("min_lot", ("products",), "either nothing or at least the minimum lot (either-or)")
+        b.con_group("max_lot", ("products",), "nothing without the setup, never beyond the market (big-M)")
+        for p in products:
+            b.add_constr("min_lot", (p,), [(x[(p,)], 1), (y[(p,)], -data["lot"][p])], ">=", 0)
+            b.add_constr("max_lot", (p,), [(x[(p,)], 1), (y[(p,)], -data["market"][p])], "<=", 0)
+        b.con_group("capacity", ("machines",), "machine minutes / 60 within the machine's hours")
+        for m in machines:
+            b.add_constr("capacity", (m,), [(x[(p,)], data["minutes"][p][m] / 60) for p in products], "<=",
+                         data["hours"][m])
+        b.con_group("contract", (), "the contracted product is made")
+        b.add_constr("contract", (), [(y[(data["contract"],)], 1)], ">=", 1)
+        b.set_objective("maximize", [(x[(p,)], data["margin"][p]) for p in products]
+                        + [(y[(p,)], -data["setup"][p]) for p in products], description="margin minus setup costs")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        products, machines, d, unit, lot = data["products"], data["machines"], data, v["unit"], v["lot"]
+        times = "; ".join(f"{p}: " + listing(d["minutes"][p], machines, "{v} min on {k}") for p in products)
+        caps = listing(d["hours"], machines, "{k} {v} hours")
+        rules = (f"A product that is made at all needs a setup and a {lot} of at least its minimum; a product can "
+                 f"also be skipped entirely. {d['contract']} must be made, as {v['buyer']} has a contract for it.")
+        margins = listing(d["margin"], products, "{k} ${v}")
+        setups = listing(d["setup"], products, "{k} ${v}")
+        lots = listing(d["lot"], products, "{k} {v}")
+        markets = listing(d["market"], products, "{k} {v}")
+        if template == 0:
+            return (f"The {domain} can make {join(products)}. Margin per unit: {margins}. Setup cost if made: "
+                    f"{setups}. Minimum {lot} ({unit}): {lots}. Market limits ({unit}): {markets}. Machine time per "
+                    f"unit: {times}. Machine hours available: {caps}. {rules} Quantities may be fractional. Which "
+                    "products should be made, and how many, to maximise margin minus setup costs?")
+        if template == 1:
+            header = ["Product", "Margin ($/unit)", "Setup ($)", f"Min {lot}", "Market"] + [
+                f"{m} (min/unit)" for m in machines]
+            rows = [[p, d["margin"][p], d["setup"][p], d["lot"][p], d["market"][p]]
+                    + [d["minutes"][p][m] for m in machines] for p in products]
+            return (f"Plan the {domain}'s next period.\n\n{table(header, rows)}\n\nMachine hours: {caps}. {rules} "
+                    "Maximise total margin minus setup costs; fractional quantities are fine.")
+        if template == 2:
+            return (f"Every week {v['who']} of the {domain} decides which products to set up. Setting up costs "
+                    f"{setups}, and a {lot} that is started must reach {lots} {unit}. The machines have {caps} this "
+                    f"week, and each unit takes {times}. Units earn {margins} and the market takes at most "
+                    f"{markets} {unit}. {rules} Amounts can be fractional. What plan makes the most money?")
+        return (f"Maximise margin minus setups for a {domain}. Margins: {margins}. Setups: {setups}. Minimum lots: "
+                f"{lots}. Markets: {markets}. Times: {times}. Hours: {caps}. {rules} Continuous quantities.")

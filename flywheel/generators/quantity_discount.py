@@ -1,0 +1,148 @@
+"""All-units quantity discounts (MILP): buy bulk quantities of several items to cover each item's demand, where
+the price of *every* unit drops once the order reaches a tier's threshold, within one storage room.
+
+The cost is piecewise linear and discontinuous in the quantity, so each (item, tier) gets a binary ``y`` and a
+quantity ``q``: ``start_k y_k <= q_k <= start_{k+1} y_k`` (big-M for the top tier: the most that fits the store,
+``1000 capacity / volume``), at most one tier per item, ``sum_k q_k >= demand``. A quantity exactly at a threshold
+may sit in the dearer tier below it, but never does at an optimum (the next tier is cheaper). Volumes are litres
+per unit and the store is in cubic metres (coefficient ``volume / 1000``).
+
+Feasible by construction: the store holds 130-180% of the volume of the demands (buying exactly the demand, in
+whichever tier its size falls, fits). Infeasible variant: the store is shrunk below the volume of the demands,
+which must all be bought.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "supermarket bulk foods": {"items": ["Coffee", "Rice", "Flour", "Sugar", "Oats", "Lentils", "Almonds"],
+                               "unit": "kg", "one": "kg", "who": "a supermarket's bulk-foods buyer",
+                               "room": "back-room stockroom"},
+    "cable assembly plant": {"items": ["CopperWire", "CoaxCable", "Tubing", "Tape", "Foil", "Braid", "Sleeving"],
+                             "unit": "metres", "one": "metre", "who": "the materials planner of a cable plant",
+                             "room": "component store"},
+    "hospital pharmacy": {"items": ["Disinfectant", "Saline", "HandGel", "Detergent", "Glucose", "Ethanol", "Iodine"],
+                          "unit": "litres", "one": "litre", "who": "a hospital's supply officer",
+                          "room": "central supply room"},
+}
+
+
+def _upper(data: dict[str, Any], item: str, k: int) -> float:
+    """The largest quantity tier ``k`` applies to: the next threshold, or all the store can hold (the big-M)."""
+    starts = data["start"][item]
+    if k + 1 < len(starts):
+        return starts[k + 1]
+    return math.floor(1000 * data["capacity"] / data["volume"][item])
+
+
+@register
+class QuantityDiscount(Family):
+    name = "quantity_discount"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"supermarket bulk foods": "retail", "cable assembly plant": "manufacturing",
+               "hospital pharmacy": "health care"}
+    techniques = ("piecewise_linear", "big_m_indicator")
+    template_styles = (("plain",), ("table",), ("story", "units"), ("plain",))
+    reorder_keys = ("items",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        items = names(_DOMAINS[domain]["items"], 1 + difficulty, "Item")
+        tiers = 2 + difficulty // 2
+        demand = {i: int(rng.integers(20, 200)) * 10 for i in items}
+        volume = {i: int(rng.integers(1, 10)) for i in items}  # litres of storage per unit
+        start, price = {}, {}
+        for i in items:
+            # Thresholds around the demand, so that ordering more than needed to reach a cheaper tier is a choice.
+            first = max(20, int(demand[i] * rng.uniform(0.5, 1.2)) // 10 * 10)
+            steps = np.cumsum([0] + [10 * int(w) for w in rng.integers(20, 120, size=tiers - 2)])
+            start[i] = [0] + [first + int(w) for w in steps]
+            # Falling prices with one decimal: each tier 0.1-0.5 below the one before.
+            cuts = np.cumsum([0] + [int(c) for c in rng.integers(1, 6, size=tiers - 1)])
+            base = int(rng.integers(40, 150))
+            price[i] = [round((base - int(c)) / 10, 1) for c in cuts]
+        need = sum(volume[i] * demand[i] for i in items) / 1000
+        return {"items": items, "demand": demand, "volume": volume, "start": start, "price": price,
+                "capacity": math.ceil(need * rng.uniform(1.3, 1.8))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        need = sum(data["volume"][i] * data["demand"][i] for i in data["items"]) / 1000
+        return {**data, "capacity": max(0, math.ceil(need) - int(rng.integers(1, 4)))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("quantity_discount")
+        items = b.add_set("items", data["items"], "items to buy")
+        tiers = [f"T{k + 1}" for k in range(len(data["price"][items[0]]))]
+        b.add_set("tiers", tiers, "price tiers, cheapest last")
+        b.add_param("demand", data["demand"], ("items",), "units", "quantity of an item needed")
+        b.add_param("volume", data["volume"], ("items",), "litres per unit", "storage volume of one unit")
+        b.add_param("start", {(i, t): data["start"][i][k] for i in items for k, t in enumerate(tiers)},
+                    ("items", "tiers"), "units", "smallest order that gets a tier's price")
+        b.add_param("price", {(i, t): data["price"][i][k] for i in items for k, t in enumerate(tiers)},
+                    ("items", "tiers"), "money per unit", "price of every unit when the order is in a tier")
+        b.add_param("capacity", data["capacity"], (), "cubic metres", "storage room volume")
+        b.add_param("big_m", {i: _upper(data, i, len(tiers) - 1) for i in items}, ("items",), "units",
+                    "most of an item the store can hold (top tier's upper end)", derived=True)
+        q = b.add_vars("buy", ("items", "tiers"), description="quantity bought at a tier's price", unit="units")
+        y = b.add_vars("tier", ("items", "tiers"), VarType.BINARY, description="1 if the item's order is in the tier")
+        b.con_group("tier_start", ("items", "tiers"), "an order in a tier reaches the tier's threshold")
+        b.con_group("tier_end", ("items", "tiers"), "an order in a tier stays within it (big-M on the top tier)")
+        b.con_group("one_tier", ("items",), "each item's order falls in at most one tier")
+        b.con_group("demand", ("items",), "each item's demand is covered")
+        for i in items:
+            for k, t in enumerate(tiers):
+                b.add_constr("tier_start", (i, t), [(q[(i, t)], 1), (y[(i, t)], -data["start"][i][k])], ">=", 0)
+                b.add_constr("tier_end", (i, t), [(q[(i, t)], 1), (y[(i, t)], -_upper(data, i, k))], "<=", 0)
+            b.add_constr("one_tier", (i,), [(y[(i, t)], 1) for t in tiers], "<=", 1)
+            b.add_constr("demand", (i,), [(q[(i, t)], 1) for t in tiers], ">=", data["demand"][i])
+        b.con_group("storage", (), "everything bought fits the store (litres / 1000 = cubic metres)")
+        b.add_constr("storage", (), [(q[(i, t)], data["volume"][i] / 1000) for i in items for t in tiers], "<=",
+                     data["capacity"])
+        b.set_objective("minimize", [(q[(i, t)], data["price"][i][k]) for i in items for k, t in enumerate(tiers)],
+                        description="total purchase cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        items, unit, one = data["items"], v["unit"], v["one"]
+
+        def offer(i: str) -> str:
+            return f"{i}: " + ", ".join(f"${n(p)} per {one} from {n(s)} {unit}"
+                                        for s, p in zip(data["start"][i], data["price"][i], strict=True))
+
+        offers = "; ".join(offer(i) for i in items)
+        rule = ("The discount is all-units: once an order reaches a threshold, every unit in it is charged that "
+                "tier's price.")
+        needs = listing(data["demand"], items, "{v} " + unit + " of {k}")
+        vols = listing(data["volume"], items, "{k} {v} litres per " + one)
+        room = f"The {v['room']} holds {n(data['capacity'])} cubic metres"
+        if template == 0:
+            return (f"{v['who'].capitalize()} must order at least {needs}. Price lists: {offers}. {rule} Storage "
+                    f"space taken: {vols}. {room}, and everything ordered must fit. How much of each item should be "
+                    "ordered (fractions are fine) to minimise the total cost?")
+        if template == 1:
+            rows = [[i, data["demand"][i], data["volume"][i], s, p] for i in items
+                    for s, p in zip(data["start"][i], data["price"][i], strict=True)]
+            header = ["Item", f"Demand ({unit})", f"Storage litres per {one}", f"Tier from ({unit})",
+                      f"Price ($ per {one})"]
+            return (f"All-units discount purchasing by {v['who']}.\n\n{table(header, rows)}\n\n"
+                    f"{rule} {room}. Minimise the total cost while covering every demand; any amount may be ordered.")
+        if template == 2:
+            return (f"Suppliers have sent new price lists and {v['who']} wants to use the volume breaks without "
+                    f"overflowing the {v['room']}, which has {n(data['capacity'])} cubic metres of room (one cubic "
+                    f"metre is 1000 litres). Storage needs are {vols}. This period calls for {needs}. The offers "
+                    f"are: {offers}. {rule} Buying more than needed is allowed. What order is cheapest?")
+        return (f"Minimise the purchase cost of {domain} under all-units quantity discounts. Needs: {needs}. "
+                f"Offers: {offers}. {rule} Storage: {vols}; {room}. Quantities are continuous.")

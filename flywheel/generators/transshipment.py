@@ -1,0 +1,143 @@
+"""Transshipment (LP): ship from sources (each with a supply limit) through intermediate hubs (each charging a
+handling fee and limited in throughput) to destinations with fixed demands, at least total cost; a few
+source-destination pairs may also ship direct at a premium.
+
+Flow conservation at every hub (in = out), supply at most the limit, demand met exactly. Handling fees are quoted
+in cents per unit and freight in dollars (coefficient fee / 100). Feasible by construction: supply and hub
+throughput each exceed total demand, and every source reaches every hub and every hub every destination.
+Infeasible variant: one demand is raised so that total demand exceeds total supply (all flow starts at a source).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "parcel network": {"sources": ["PlantA", "PlantB", "PlantC", "PlantD"],
+                       "hubs": ["DockNorth", "DockSouth", "DockEast", "DockWest"],
+                       "dests": ["Leeds", "Bristol", "York", "Bath", "Derby", "Hull", "Exeter"],
+                       "unit": "pallets", "one": "pallet", "hub": "cross-dock", "who": "a parcel carrier's planner"},
+    "grain handling": {"sources": ["FarmRidge", "FarmCreek", "FarmPlain", "FarmValley"],
+                       "hubs": ["ElevatorOne", "ElevatorTwo", "ElevatorThree", "ElevatorFour"],
+                       "dests": ["MillHaven", "PortKent", "MillBrook", "PortStanley", "MillGrove", "PortEly",
+                                 "MillDale"],
+                       "unit": "tonnes", "one": "tonne", "hub": "grain elevator", "who": "a grain marketing board"},
+    "fuel distribution": {"sources": ["RefineryBay", "RefineryHill", "RefineryCape", "RefineryMoor"],
+                          "hubs": ["TerminalRail", "TerminalRiver", "TerminalRoad", "TerminalSea"],
+                          "dests": ["StationAlpha", "StationBeta", "StationGamma", "StationDelta", "StationEcho",
+                                    "StationFox", "StationGolf"],
+                          "unit": "kilolitres", "one": "kilolitre", "hub": "fuel terminal",
+                          "who": "a fuel distributor's supply team"},
+}
+
+
+@register
+class Transshipment(Family):
+    name = "transshipment"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"parcel network": "logistics", "grain handling": "agriculture", "fuel distribution": "energy"}
+    techniques = ()
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("plain",))
+    reorder_keys = ("sources", "hubs", "dests")
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        sources = names(v["sources"], 2 + difficulty // 2, "Source")
+        hubs = names(v["hubs"], 2 + (difficulty - 1) // 2, "Hub")
+        dests = names(v["dests"], 2 + difficulty, "Dest")
+        demand = {d: int(rng.integers(2, 20)) * 10 for d in dests}
+        total = sum(demand.values())
+        supply = {s: int(total * rng.uniform(1.1, 1.6) / len(sources)) + 10 for s in sources}
+        capacity = {h: int(total * rng.uniform(1.1, 1.6) / len(hubs)) + 10 for h in hubs}
+        inbound = {s: {h: int(rng.integers(2, 15)) for h in hubs} for s in sources}
+        outbound = {h: {d: int(rng.integers(2, 15)) for d in dests} for h in hubs}
+        pairs = [(s, d) for s in sources for d in dests]
+        direct = {f"{s}__{d}": int(rng.integers(14, 30))
+                  for s, d in (pairs[int(i)] for i in sorted(rng.permutation(len(pairs))[:difficulty]))}
+        return {"sources": sources, "hubs": hubs, "dests": dests, "demand": demand, "supply": supply,
+                "capacity": capacity, "fee": {h: int(rng.integers(20, 150)) for h in hubs},  # cents per unit
+                "inbound": inbound, "outbound": outbound, "direct": direct}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        d = pick(rng, data["dests"])
+        gap = sum(data["supply"].values()) - sum(data["demand"].values())
+        return exceed(data, "demand", d, data["demand"][d] + gap, rng.integers(1, 20))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("transshipment")
+        sources = b.add_set("sources", data["sources"], "origins with supply")
+        hubs = b.add_set("hubs", data["hubs"], "transshipment hubs")
+        dests = b.add_set("dests", data["dests"], "destinations with demand")
+        direct = b.add_set("direct", list(data["direct"]), "source__destination pairs that may ship direct")
+        b.add_param("supply", data["supply"], ("sources",), "units", "most a source can ship")
+        b.add_param("demand", data["demand"], ("dests",), "units", "demand of a destination")
+        b.add_param("capacity", data["capacity"], ("hubs",), "units", "throughput limit of a hub")
+        b.add_param("fee", data["fee"], ("hubs",), "cents per unit", "handling fee of a hub")
+        b.add_param("inbound", {(s, h): data["inbound"][s][h] for s in sources for h in hubs}, ("sources", "hubs"),
+                    "dollars per unit", "freight from a source to a hub")
+        b.add_param("outbound", {(h, d): data["outbound"][h][d] for h in hubs for d in dests}, ("hubs", "dests"),
+                    "dollars per unit", "freight from a hub to a destination")
+        b.add_param("direct_cost", data["direct"], ("direct",), "dollars per unit", "freight of a direct shipment")
+        inb = b.add_vars("ship_in", ("sources", "hubs"), description="units from a source to a hub", unit="units")
+        out = b.add_vars("ship_out", ("hubs", "dests"), description="units from a hub to a destination", unit="units")
+        dir_ = b.add_vars("ship_direct", ("direct",), description="units shipped direct", unit="units")
+        pair = {k: tuple(k.split("__")) for k in direct}
+        b.con_group("supply", ("sources",), "a source ships at most its supply")
+        for s in sources:
+            b.add_constr("supply", (s,), [(inb[(s, h)], 1) for h in hubs]
+                         + [(dir_[(k,)], 1) for k in direct if pair[k][0] == s], "<=", data["supply"][s])
+        b.con_group("conserve", ("hubs",), "what enters a hub leaves it")
+        b.con_group("capacity", ("hubs",), "a hub handles at most its throughput")
+        for h in hubs:
+            b.add_constr("conserve", (h,), [(inb[(s, h)], 1) for s in sources] + [(out[(h, d)], -1) for d in dests],
+                         "==", 0)
+            b.add_constr("capacity", (h,), [(inb[(s, h)], 1) for s in sources], "<=", data["capacity"][h])
+        b.con_group("demand", ("dests",), "a destination receives exactly its demand")
+        for d in dests:
+            b.add_constr("demand", (d,), [(out[(h, d)], 1) for h in hubs]
+                         + [(dir_[(k,)], 1) for k in direct if pair[k][1] == d], "==", data["demand"][d])
+        fee = data["fee"]
+        b.set_objective("minimize", [(inb[(s, h)], data["inbound"][s][h] + fee[h] / 100) for s in sources for h in hubs]
+                        + [(out[(h, d)], data["outbound"][h][d]) for h in hubs for d in dests]
+                        + [(dir_[(k,)], data["direct"][k]) for k in direct], description="freight plus handling")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        num = number_text
+        v = _DOMAINS[domain]
+        sources, hubs, dests, unit, one = data["sources"], data["hubs"], data["dests"], v["unit"], v["one"]
+        supply = listing(data["supply"], sources)
+        demand = listing(data["demand"], dests)
+        hub_terms = ", ".join(f"{h} handles up to {num(data['capacity'][h])} {unit} at {num(data['fee'][h])} cents "
+                              f"per {one}" for h in hubs)
+        inbound = "; ".join(f"from {s}: " + listing(data["inbound"][s], hubs, "{k} ${v}") for s in sources)
+        outbound = "; ".join(f"from {h}: " + listing(data["outbound"][h], dests, "{k} ${v}") for h in hubs)
+        direct = ", ".join(f"{k.split('__')[0]} to {k.split('__')[1]} at ${num(c)}" for k, c in data["direct"].items())
+        direct_s = f"Direct shipments (dollars per {one}) are possible only for {direct}."
+        if template == 0:
+            return (f"{v['who'].capitalize()} moves {unit} from {len(sources)} sources to {len(dests)} destinations "
+                    f"through {v['hub']}s. Supplies ({unit}): {supply}. Demands ({unit}), to be met exactly: {demand}. "
+                    f"Hubs: {hub_terms}. Freight to the hubs in dollars per {one}: {inbound}. Freight from the hubs: "
+                    f"{outbound}. {direct_s} Find the cheapest shipping plan; fractional amounts are fine.")
+        if template == 1:
+            rows = [[s, h, data["inbound"][s][h]] for s in sources for h in hubs] + [
+                [h, d, data["outbound"][h][d]] for h in hubs for d in dests]
+            return (f"Transshipment plan for a {domain}.\n\n{table(['From', 'To', f'$ per {one}'], rows)}\n\n"
+                    f"Supplies: {supply}. Demands: {demand}. {hub_terms}. {direct_s} Minimise freight plus handling "
+                    "(fees are in cents); amounts are continuous.")
+        if template == 2:
+            return (f"Each week {v['who']} routes {unit} through its {v['hub']}s. The sources can send {supply} "
+                    f"{unit}, and the destinations need {demand} {unit}. {hub_terms} (100 cents to the dollar). "
+                    f"Freight, dollars per {one}: {inbound}; onward {outbound}. {direct_s} What is the cheapest way "
+                    "to meet every demand?")
+        return (f"Minimise total cost in a {domain}. Supply: {supply}. Demand: {demand}. Hubs: {hub_terms}. Inbound "
+                f"freight: {inbound}. Outbound freight: {outbound}. {direct_s} Continuous flows.")

@@ -1,0 +1,125 @@
+"""Multi-period workforce planning (IP): month by month, hire trainees, lay off staff and keep enough experienced
+staff to cover each month's requirement, at least cost (salaries, hiring and training, severance).
+
+Staff balance: ``staff[t] = staff[t-1] + hire[t-1] - fire[t]`` (``staff[0]`` the current headcount; a hire is a
+trainee for one month, then experienced). Trainees need mentors: ``hire[t] <= p/100 * staff[t]`` (a ratio written
+linearly). Trainees do not count towards cover: ``staff[t] >= need[t]``. All counts are integers.
+
+Feasible by construction: with ``m[1] = staff0`` and ``m[t] = m[t-1] + floor(p m[t-1] / 100)`` (hiring the most
+every month, firing no one), every requirement is at most ``m[t]``. Infeasible variant: one month's requirement is
+raised above ``m[t]``, which bounds ``staff[t]`` for every plan (``x + floor(p x / 100)`` grows with ``x``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep")
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "county social services": {"staff": "caseworkers", "who": "the county's social services director",
+                               "work": "open cases", "mentor": "a senior caseworker"},
+    "hospital nursing": {"staff": "nurses", "who": "the chief nursing officer of a hospital",
+                         "work": "ward shifts", "mentor": "a registered nurse"},
+    "department store": {"staff": "sales associates", "who": "the HR manager of a department store",
+                         "work": "the sales floor", "mentor": "an experienced associate"},
+}
+
+
+def _most_staff(data: dict[str, Any]) -> list[int]:
+    """The most experienced staff each month can have: hire the ratio's maximum every month, fire no one."""
+    most = [data["staff0"]]
+    for _ in data["months"][1:]:
+        most.append(most[-1] + most[-1] * data["ratio"] // 100)
+    return most
+
+
+@register
+class WorkforcePlanning(Family):
+    name = "workforce_planning"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+    sectors = {"county social services": "public services", "hospital nursing": "health care",
+               "department store": "retail"}
+    techniques = ("multi_period_balance", "ratio_percentage")
+    template_styles = (("implied_integrality",), ("table",), ("story", "units"), ("plain",))
+    reorder_keys = ()  # months stay in time order
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        months = list(_MONTHS[:3 + difficulty])
+        data = {"months": months, "staff0": int(rng.integers(20, 60)), "ratio": int(rng.integers(10, 35))}
+        need = {m: max(1, int(most * rng.uniform(0.55, 1.0))) for m, most in zip(months, _most_staff(data),
+                                                                                  strict=True)}
+        salary, hire_cost, fire_cost = (int(rng.integers(lo, hi)) * 100 for lo, hi in ((30, 60), (15, 60), (20, 80)))
+        return {**data, "need": need, "salary": salary, "hire_cost": hire_cost, "fire_cost": fire_cost}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        k = int(rng.integers(len(data["months"])))
+        return {**data, "need": {**data["need"], data["months"][k]: _most_staff(data)[k] + int(rng.integers(1, 6))}}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("workforce_planning")
+        months = b.add_set("months", data["months"], "planning months in order")
+        b.add_param("need", data["need"], ("months",), "staff", "experienced staff required in a month")
+        for key, unit, desc in (("staff0", "staff", "experienced staff now"),
+                                ("ratio", "percent", "most trainees per 100 experienced staff"),
+                                ("salary", "dollars per month", "salary of one experienced staff member"),
+                                ("hire_cost", "dollars", "hiring and training cost of one trainee"),
+                                ("fire_cost", "dollars", "severance of one layoff")):
+            b.add_param(key, data[key], (), unit, desc)
+        staff = b.add_vars("staff", ("months",), VarType.INTEGER, description="experienced staff in a month")
+        hire = b.add_vars("hire", ("months",), VarType.INTEGER, description="trainees hired in a month")
+        fire = b.add_vars("fire", ("months",), VarType.INTEGER, description="layoffs at the start of a month")
+        b.con_group("balance", ("months",), "staff = last month's staff + last month's trainees - layoffs")
+        b.con_group("mentors", ("months",), "trainees at most the ratio (percent) of experienced staff")
+        b.con_group("cover", ("months",), "experienced staff cover the month's requirement")
+        for k, m in enumerate(months):
+            carried = [(staff[(months[k - 1],)], -1), (hire[(months[k - 1],)], -1)] if k else []
+            b.add_constr("balance", (m,), [(staff[(m,)], 1), (fire[(m,)], 1)] + carried, "==",
+                         0 if k else data["staff0"])
+            b.add_constr("mentors", (m,), [(hire[(m,)], 1), (staff[(m,)], -data["ratio"] / 100)], "<=", 0)
+            b.add_constr("cover", (m,), [(staff[(m,)], 1)], ">=", data["need"][m])
+        b.set_objective("minimize", [(staff[(m,)], data["salary"]) for m in months]
+                        + [(hire[(m,)], data["hire_cost"]) for m in months]
+                        + [(fire[(m,)], data["fire_cost"]) for m in months], description="total staffing cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        d, staff = data, v["staff"]
+        needs = listing(d["need"], d["months"], "{v} in {k}")
+        trainees = (f"A new hire spends the month of hiring as a trainee and is experienced from the next month on; "
+                    f"trainees do not count towards cover, and each month there may be at most {n(d['ratio'])} "
+                    f"trainees per 100 experienced {staff} (each needs {v['mentor']} as mentor).")
+        layoffs = "Layoffs happen at the start of a month."
+        start = f"There are {n(d['staff0'])} experienced {staff} now, just before {d['months'][0]}."
+        if template == 0:
+            return (f"{v['who'].capitalize()} plans staffing for {len(d['months'])} months. {start} Experienced "
+                    f"{staff} needed for {v['work']}: {needs}. {trainees} {layoffs} Each experienced member costs "
+                    f"${n(d['salary'])} a month, hiring and training one trainee costs ${n(d['hire_cost'])}, and a "
+                    f"layoff costs ${n(d['fire_cost'])} in severance. How many should be hired and laid off each "
+                    "month to minimise the total cost?")
+        if template == 1:
+            rows = [[m, d["need"][m]] for m in d["months"]]
+            return (f"Workforce plan for {v['work']}.\n\n{table(['Month', f'Experienced {staff} needed'], rows)}\n\n"
+                    f"{start} {trainees} {layoffs} Costs: salary ${n(d['salary'])} per experienced member per month, "
+                    f"${n(d['hire_cost'])} per hire, ${n(d['fire_cost'])} per layoff. Headcounts are whole numbers. "
+                    "Minimise the total cost.")
+        if template == 2:
+            return (f"Budget season: {v['who']} must show the cheapest way to staff {v['work']} over the coming "
+                    f"months. {start} The requirement is {needs}. Experienced {staff} cost ${n(d['salary'])} a month "
+                    f"each; bringing in a trainee costs ${n(d['hire_cost'])} and letting someone go "
+                    f"${n(d['fire_cost'])}. New hires train for their first month and only then count as experienced; "
+                    f"the trainees of a month may number at most {n(d['ratio'])}% of that month's experienced "
+                    f"{staff}. {layoffs} What hiring and layoff plan is cheapest?")
+        return (f"Minimise staffing cost over {len(d['months'])} months for {v['work']}. {start} Requirements: "
+                f"{needs}. Salary: ${n(d['salary'])} per month. Hire: ${n(d['hire_cost'])}. Layoff: "
+                f"${n(d['fire_cost'])}. {trainees} {layoffs} All counts are integers.")
