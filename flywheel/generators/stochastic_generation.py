@@ -23,18 +23,19 @@ from solvers.ir import Model, VarType, number_text
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "island grid": {"units": ["Diesel1", "Diesel2", "GasTurbine", "Biogas", "Engine5", "Engine6", "Engine7"],
-                    "q": "MW", "free": "wind output", "short": "load shedding", "record": "days",
+                    "q": "MW", "per": "MWh", "scen": ["Calm", "Breezy", "Peak", "Storm", "Lull"], "free": "wind output", "short": "load shedding", "record": "days",
                     "unit": "generator", "who": "the operator of an island power grid"},
     "irrigation district": {"units": ["PumpNorth", "PumpSouth", "PumpRiver", "PumpWell", "PumpCanal", "PumpHill",
                                       "PumpLake"],
-                            "q": "megalitres", "free": "rainfall", "short": "crop water deficit",
+                            "q": "megalitres", "per": "megalitre",
+                            "scen": ["Dry", "Average", "Wet", "Drought", "Monsoon"], "free": "rainfall", "short": "crop water deficit",
                             "record": "seasons", "unit": "pump station", "who": "an irrigation district manager"},
     "contract manufacturer": {"units": ["LineA", "LineB", "LineC", "LineD", "LineE", "LineF", "LineG"],
-                              "q": "pallets", "free": "stock already in the warehouse",
+                              "q": "pallets", "per": "pallet",
+                              "scen": ["Quiet", "Steady", "Rush", "Promotion", "Slump"], "free": "stock already in the warehouse",
                               "short": "unmet orders", "record": "weeks", "unit": "production line",
                               "who": "the planner of a contract manufacturer"},
 }
-_SCENARIOS = ["Calm", "Breezy", "Peak", "Storm", "Lull", "Heatwave"]
 
 
 @register
@@ -50,7 +51,7 @@ class StochasticGeneration(Family):
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         units = names(_DOMAINS[domain]["units"], 2 + difficulty, "Unit")
-        scenarios = _SCENARIOS[:1 + (difficulty + 2) // 2]
+        scenarios = _DOMAINS[domain]["scen"][:1 + (difficulty + 2) // 2]
         cap = {u: int(rng.integers(20, 90)) for u in units}
         total = sum(cap.values())
         marginal = {u: int(rng.integers(10, 60)) for u in units}
@@ -108,9 +109,9 @@ class StochasticGeneration(Family):
         history = f"Of the last {n(records)} {v['record']} on record, the scenarios occurred as follows: {seen}."
         per_scen = "; ".join(f"{s}: {v['free']} {n(data['free'][s])} {q}, demand {n(data['demand'][s])} {q}"
                              for s in scen)
-        fleet = "; ".join(f"{u} up to {n(data['cap'][u])} {q} at ${n(data['marginal'][u])} per {q}, "
+        fleet = "; ".join(f"{u} up to {n(data['cap'][u])} {q} at ${n(data['marginal'][u])} per {v['per']}, "
                           f"${n(data['fixed'][u])} to commit" for u in units)
-        short = (f"Any demand not met counts as {v['short']}, costing ${n(data['penalty'])} per {q}, and no more "
+        short = (f"Any demand not met counts as {v['short']}, costing ${n(data['penalty'])} per {v['per']}, and no more "
                  f"than {n(data['shed_max'])} {q} of it is acceptable in any scenario.")
         if template == 0:
             return (f"{v['who'].capitalize()} must choose now which of {join(units)} to commit; each {v['unit']} is "
