@@ -23,12 +23,12 @@ from solvers.ir import Model, number_text
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "hydropower": {"period": "Week", "water": "hm3", "out": "GWh", "price": "thousand $ per GWh",
-                   "outlet": "turbines", "who": "the operator of a hydropower dam"},
+                   "outlet": "turbines", "factor": (0.5, 3), "who": "the operator of a hydropower dam"},
     "irrigation reservoir": {"period": "Fortnight", "water": "megalitres", "out": "hectare-waterings",
-                             "price": "$ per hectare-watering", "outlet": "canal gates",
+                             "price": "$ per hectare-watering", "outlet": "canal gates", "factor": (0.5, 3),
                              "who": "the water master of an irrigation scheme"},
     "water utility": {"period": "Month", "water": "ML", "out": "ML of treated water",
-                      "price": "$ per ML of treated water", "outlet": "treatment works intake",
+                      "price": "$ per ML of treated water", "outlet": "treatment works intake", "factor": (0.6, 0.95),
                       "who": "the planning engineer of a city water utility"},
 }
 
@@ -54,7 +54,7 @@ class HydroScheduling(Family):
                 "inflow": {t: min_release + int(rng.integers(0, 60)) for t in periods},
                 "price": {t: int(rng.integers(20, 90)) for t in periods},
                 "outlet_max": int(rng.integers(40, 120)), "min_release": min_release,
-                "factor": round(float(rng.uniform(0.5, 3)), 1),
+                "factor": round(float(rng.uniform(*_DOMAINS[domain]["factor"])), 2),
                 "min_pct": int(fill * rng.uniform(0.1, 0.5)), "end_pct": int(fill * rng.uniform(0.5, 1.0))}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
@@ -97,8 +97,8 @@ class HydroScheduling(Family):
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
         v = _DOMAINS[domain]
         n, w, periods, per = number_text, v["water"], data["periods"], v["period"].lower()
-        res = (f"The reservoir holds up to {n(data['capacity'])} {w} and starts with {n(data['opening'])} {w}. It may "
-               f"never drop below {n(data['min_pct'])}% of capacity and must end the horizon at least "
+        res = (f"The reservoir holds up to {n(data['capacity'])} {w} and starts with {n(data['opening'])} {w}. The "
+               f"reservoir may never drop below {n(data['min_pct'])}% of capacity and must end the horizon at least "
                f"{n(data['end_pct'])}% full.")
         out = (f"Each {per}, between {n(data['min_release'])} and {n(data['outlet_max'])} {w} go through the "
                f"{v['outlet']}; anything else may be spilled at no value. Each {w[:-1] if w.endswith('s') else w} "
