@@ -22,11 +22,11 @@ from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
 _DOMAINS: dict[str, dict[str, Any]] = {
-    "grid battery": {"e": "MWh", "p": "MW", "price": "$/MWh", "low": -20, "who": "the trader of a grid-scale "
+    "grid battery": {"e": "MWh", "p": "MW", "price": "$/MWh", "low": -40, "who": "the trader of a grid-scale "
                      "battery", "why": "the reserve is held back for frequency response"},
-    "tower backup": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": 2, "who": "the energy lead of a "
+    "tower backup": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the energy lead of a "
                      "mobile-tower operator", "why": "the reserve keeps the tower on air through a power cut"},
-    "supermarket battery": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": 5, "who": "the facilities "
+    "supermarket battery": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the facilities "
                             "manager of a supermarket", "why": "the reserve keeps the freezers running in a blackout"},
 }
 
@@ -44,7 +44,7 @@ class BatteryArbitrage(Family):
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
-        capacity = int(rng.integers(20, 100))
+        capacity = int(rng.integers(20, 60))
         reserve_pct = int(rng.integers(5, 30))
         opening = int(capacity * rng.uniform(reserve_pct / 100 + 0.05, 0.9))
         return {"hours": hours, "capacity": capacity, "reserve_pct": reserve_pct, "opening": opening,
@@ -100,7 +100,8 @@ class BatteryArbitrage(Family):
                 f"hour, and only {n(data['efficiency'])}% of the energy charged is stored.")
         rules = (f"The charge may never fall below {n(data['reserve_pct'])}% of capacity ({v['why']}), and at the end "
                  f"of the last hour at least {n(data['end_level'])} {e} must be left.")
-        either = "In any hour the battery either charges or discharges, not both."
+        either = ("In any hour the battery either charges or discharges, not both (a negative price means the "
+                  "buyer is paid to take energy).")
         if template == 0:
             return (f"Plan {len(hours)} hours of battery trading for {v['who']}. Prices ({v['price']}): {prices}. "
                     f"{spec} {rules} {either} Maximise revenue from selling minus the cost of buying.")
