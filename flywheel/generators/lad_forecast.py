@@ -53,7 +53,8 @@ class LadForecast(Family):
         cap = {f: int(rng.integers(3, 12)) for f in features}
         x = {t: {f: int(rng.integers(1, 20)) for f in features} for t in obs}
         true_a = int(rng.integers(20, 80))
-        true_b = {f: (1 if sign[f] == "+" else -1) * float(rng.uniform(0.3, 0.9)) * cap[f] for f in features}
+        # The data's own slopes may fall outside the known box (wrong sign, too big): then the box binds.
+        true_b = {f: (1 if sign[f] == "+" else -1) * float(rng.uniform(-0.3, 1.4)) * cap[f] for f in features}
         y = {t: max(1, int(true_a + sum(true_b[f] * x[t][f] for f in features) + rng.integers(-8, 9)))
              for t in obs}
         point = {f: int(rng.integers(1, 20)) for f in features}

@@ -56,7 +56,8 @@ class NewsvendorScenarios(Family):
         demand = {sc: {i: int(rng.integers(20, 200)) for i in items} for sc in scenarios}
         peak = sum(max(demand[sc][i] for sc in scenarios) for i in items)
         capacity = int(peak * rng.uniform(0.5, 0.85))
-        min_order = {i: int(rng.integers(1, max(2, capacity // (3 * len(items))))) for i in items}
+        # Minimum orders take at most two thirds of the storage together; a large one can bind on a thin margin.
+        min_order = {i: int(rng.integers(1, max(2, 2 * capacity // (3 * len(items))))) for i in items}
         return {"items": items, "scenarios": scenarios,
                 "prob": {sc: int(10 * t) for sc, t in zip(scenarios, tens, strict=True)},
                 "cost": cost, "price": price, "salvage": salvage, "demand": demand,
