@@ -1,0 +1,117 @@
+"""Battery arbitrage (MILP, multi-period): per hour, charge (buying at the hour's price) or discharge (selling
+at it), never both: a binary ``mode[t]`` (1 = charging) with big-M links ``charge[t] <= charge_max * mode[t]`` and
+``discharge[t] <= discharge_max * (1 - mode[t])``, an either-or decision (without it, a negative price would
+pay for charging and discharging at once to burn energy through the losses). The state of charge follows
+``soc[t] = soc[t-1] + efficiency% * charge[t] - discharge[t]``, stays between a reserve share of the capacity and
+the capacity, and must end at least at a stated level. Maximise selling revenue minus buying cost.
+
+Feasible by construction: the opening charge is at least the reserve and the end level is at most the opening
+charge, so staying idle is a plan. Infeasible variant: the end level exceeds what the opening charge plus
+charging at full rate every hour (after losses) could store, or the capacity, whichever is smaller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "grid battery": {"e": "MWh", "p": "MW", "price": "$/MWh", "low": -40, "who": "the trader of a grid-scale "
+                     "battery", "why": "the reserve is held back for frequency response"},
+    "tower backup": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the energy lead of a "
+                     "mobile-tower operator", "why": "the reserve keeps the tower on air through a power cut"},
+    "supermarket battery": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the facilities "
+                            "manager of a supermarket", "why": "the reserve keeps the freezers running in a blackout"},
+}
+
+
+@register
+class BatteryArbitrage(Family):
+    name = "battery_arbitrage"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"grid battery": "energy", "tower backup": "telecom", "supermarket battery": "retail"}
+    techniques = ("multi_period_balance", "big_m_indicator", "either_or_if_then")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
+    reorder_keys = ()  # hours are in time order
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
+        capacity = int(rng.integers(20, 60))
+        reserve_pct = int(rng.integers(5, 30))
+        opening = int(capacity * rng.uniform(reserve_pct / 100 + 0.05, 0.9))
+        return {"hours": hours, "capacity": capacity, "reserve_pct": reserve_pct, "opening": opening,
+                "end_level": int(opening * rng.uniform(0.5, 1.0)),
+                "charge_max": int(rng.integers(5, 30)), "discharge_max": int(rng.integers(5, 30)),
+                "efficiency": int(rng.integers(75, 96)),
+                "price": {t: int(rng.integers(_DOMAINS[domain]["low"], 120)) for t in hours}}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        gain = data["efficiency"] / 100 * data["charge_max"] * len(data["hours"])
+        most = min(data["capacity"], data["opening"] + gain)
+        return {**data, "end_level": int(most) + int(rng.integers(1, 8))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("battery_arbitrage")
+        hours = b.add_set("hours", data["hours"], "hours in time order")
+        b.add_param("price", data["price"], ("hours",), "money per energy", "price of an hour")
+        for key, unit, what in (("capacity", "energy", "storage capacity"), ("opening", "energy", "opening charge"),
+                                ("end_level", "energy", "least charge at the end"),
+                                ("reserve_pct", "percent", "least charge, share of capacity"),
+                                ("charge_max", "power", "most charging per hour"),
+                                ("discharge_max", "power", "most discharging per hour"),
+                                ("efficiency", "percent", "share of charged energy that is stored")):
+            b.add_param(key, data[key], (), unit, what)
+        charge = b.add_vars("charge", ("hours",), description="energy bought and charged")
+        discharge = b.add_vars("discharge", ("hours",), description="energy discharged and sold")
+        mode = b.add_vars("charging", ("hours",), VarType.BINARY, description="1 if the hour charges, 0 if it may "
+                          "discharge")
+        soc = b.add_vars("soc", ("hours",), lb=data["reserve_pct"] / 100 * data["capacity"], ub=data["capacity"],
+                         description="state of charge at the end of an hour")
+        b.con_group("soc_balance", ("hours",), "charge carried plus stored charging minus discharging")
+        b.con_group("charge_if_mode", ("hours",), "charging only in charging mode (big-M)")
+        b.con_group("discharge_if_not", ("hours",), "discharging only outside charging mode (big-M)")
+        for k, t in enumerate(hours):
+            carried = [(soc[(hours[k - 1],)], -1)] if k else []
+            b.add_constr("soc_balance", (t,), [(soc[(t,)], 1), (charge[(t,)], -data["efficiency"] / 100),
+                                               (discharge[(t,)], 1), *carried], "==", 0 if k else data["opening"])
+            b.add_constr("charge_if_mode", (t,), [(charge[(t,)], 1), (mode[(t,)], -data["charge_max"])], "<=", 0)
+            b.add_constr("discharge_if_not", (t,), [(discharge[(t,)], 1), (mode[(t,)], data["discharge_max"])], "<=",
+                         data["discharge_max"])
+        b.con_group("end_level", (), "the battery ends at least at the stated level")
+        b.add_constr("end_level", (), [(soc[(hours[-1],)], 1)], ">=", data["end_level"])
+        b.set_objective("maximize", [(discharge[(t,)], data["price"][t]) for t in hours] +
+                        [(charge[(t,)], -data["price"][t]) for t in hours], description="arbitrage profit")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, e, p, hours = number_text, v["e"], v["p"], data["hours"]
+        prices = listing(data["price"], hours)
+        spec = (f"The battery stores up to {n(data['capacity'])} {e} and holds {n(data['opening'])} {e} now; it may "
+                f"charge up to {n(data['charge_max'])} {p} and discharge up to {n(data['discharge_max'])} {p} in an "
+                f"hour, and only {n(data['efficiency'])}% of the energy charged is stored.")
+        rules = (f"The charge may never fall below {n(data['reserve_pct'])}% of capacity ({v['why']}), and at the end "
+                 f"of the last hour at least {n(data['end_level'])} {e} must be left.")
+        either = ("In any hour the battery either charges or discharges, not both (a negative price means the "
+                  "buyer is paid to take energy).")
+        if template == 0:
+            return (f"Plan {len(hours)} hours of battery trading for {v['who']}. Prices ({v['price']}): {prices}. "
+                    f"{spec} {rules} {either} Maximise revenue from selling minus the cost of buying.")
+        if template == 1:
+            body = table(["Hour", f"Price ({v['price']})"], [[t, data["price"][t]] for t in hours])
+            return (f"Storage arbitrage ({domain}).\n\n{body}\n\n{spec} {rules} {either} Energy is bought at the "
+                    "hour's price when charging and sold at it when discharging. Find the most profitable schedule.")
+        if template == 2:
+            return (f"Prices swing through the day, and {v['who']} wants the battery to earn from it. {spec} "
+                    f"{rules} The price forecast in {v['price']} is {prices}. {either} How should it charge and "
+                    "discharge each hour to maximise profit?")
+        return (f"Battery scheduling MILP ({domain}) with an integer (0/1) charging-mode decision per hour. {spec} "
+                f"{rules} {either} Hourly prices ({v['price']}): {prices}. Maximise arbitrage profit.")

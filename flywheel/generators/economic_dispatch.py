@@ -1,0 +1,121 @@
+"""Economic dispatch (convex QP): share one hour's demand between running units whose fuel cost is
+``a + b p + c p^2`` (``c`` > 0, so the objective is convex), each between its minimum and maximum output, while
+keeping a spinning reserve of at least a stated percentage of demand: a unit's reserve is capped by its headroom
+(``max - p``) and by how far it can ramp within the response window (ramp rate per minute times the window).
+
+Feasible by construction: the dispatch that loads every unit to the same fraction of its range meets demand and
+carries, by the choice of the percentage, at least the required reserve. Infeasible variant: the reserve
+percentage asks for more than every unit ramping flat out within the window could supply.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._phrasing import minutes
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "power pool": {"units": ["Coal", "CCGT1", "CCGT2", "OCGT", "Biomass", "Oil", "Hydro"], "q": "MW",
+                   "load": "system demand", "who": "the dispatcher of a regional power pool"},
+    "factory power plant": {"units": ["Genset1", "Genset2", "Turbine", "Engine4", "Engine5", "CHP", "Backup"],
+                            "q": "kW", "load": "site load", "who": "the energy manager of a paper mill"},
+    "district heating": {"units": ["BoilerA", "BoilerB", "HeatPump", "WoodChip", "GasBoiler", "Waste", "Peaker"],
+                         "q": "MW of heat", "load": "heat demand", "who": "the operator of a city heating network"},
+}
+
+
+@register
+class EconomicDispatch(Family):
+    name = "economic_dispatch"
+    version = "1"
+    problem_class = "QP"
+    domains = tuple(_DOMAINS)
+    sectors = {"power pool": "energy", "factory power plant": "manufacturing", "district heating": "public services"}
+    techniques = ("quadratic_objective", "ratio_percentage")
+    template_styles = (("table", "units"), ("units",), ("story", "units"), ("units",))
+    reorder_keys = ("units",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        units = names(_DOMAINS[domain]["units"], 2 + difficulty, "Unit")
+        pmax = {u: int(rng.integers(60, 300)) for u in units}
+        pmin = {u: int(pmax[u] * rng.uniform(0.1, 0.4)) for u in units}
+        ramp = {u: round(float(rng.uniform(0.5, 4)), 1) for u in units}
+        window = int(rng.choice([10, 15, 20]))
+        lo, hi = sum(pmin.values()), sum(pmax.values())
+        demand = int(lo + (hi - lo) * rng.uniform(0.3, 0.7))
+        theta = (demand - lo) / (hi - lo)
+        # The reserve of the evenly loaded dispatch; asking for 40-90% of it keeps the instance feasible.
+        even = sum(min((1 - theta) * (pmax[u] - pmin[u]), window * ramp[u]) for u in units)
+        return {"units": units, "pmin": pmin, "pmax": pmax, "ramp": ramp, "window": window, "demand": demand,
+                "reserve_pct": max(1, int(100 * even / demand * rng.uniform(0.4, 0.9))),
+                "fixed": {u: int(rng.integers(50, 500)) for u in units},
+                "linear": {u: round(float(rng.uniform(8, 40)), 1) for u in units},
+                "quad": {u: round(float(rng.uniform(0.005, 0.08)), 3) for u in units}}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        most = data["window"] * sum(data["ramp"].values())  # no reserve beyond every unit's ramp in the window
+        return {**data, "reserve_pct": math.floor(100 * most / data["demand"]) + int(rng.integers(1, 10))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("economic_dispatch")
+        units = b.add_set("units", data["units"], "running units")
+        for key, unit, what in (("pmin", "quantity", "minimum output"), ("pmax", "quantity", "maximum output"),
+                                ("ramp", "quantity per minute", "ramp rate"),
+                                ("fixed", "money per hour", "no-load cost a"),
+                                ("linear", "money per quantity", "linear cost coefficient b"),
+                                ("quad", "money per quantity squared", "quadratic cost coefficient c")):
+            b.add_param(key, data[key], ("units",), unit, what)
+        b.add_param("window", data["window"], (), "minutes", "time within which reserve must respond")
+        b.add_param("demand", data["demand"], (), "quantity", "demand of the hour")
+        b.add_param("reserve_pct", data["reserve_pct"], (), "percent", "reserve required, share of demand")
+        out = b.add_vars("output", ("units",), description="output of a unit")
+        res = b.add_vars("reserve", ("units",), description="spinning reserve held on a unit")
+        b.con_group("balance", (), "outputs meet demand")
+        b.add_constr("balance", (), [(out[(u,)], 1) for u in units], "==", data["demand"])
+        b.con_group("min_output", ("units",), "each unit at least at its minimum")
+        b.con_group("headroom", ("units",), "output plus reserve within the maximum")
+        b.con_group("ramp_limit", ("units",), "reserve deliverable within the window")
+        for u in units:
+            b.add_constr("min_output", (u,), [(out[(u,)], 1)], ">=", data["pmin"][u])
+            b.add_constr("headroom", (u,), [(out[(u,)], 1), (res[(u,)], 1)], "<=", data["pmax"][u])
+            b.add_constr("ramp_limit", (u,), [(res[(u,)], 1)], "<=", data["window"] * data["ramp"][u])
+        b.con_group("reserve", (), "total reserve at least the required share of demand")
+        b.add_constr("reserve", (), [(res[(u,)], 1) for u in units], ">=",
+                     data["reserve_pct"] / 100 * data["demand"])
+        b.set_objective("minimize", [(out[(u,)], data["linear"][u]) for u in units],
+                        quadratic=[(out[(u,)], out[(u,)], data["quad"][u]) for u in units],
+                        constant=sum(data["fixed"].values()), description="hourly fuel cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, q, units = number_text, v["q"], data["units"]
+        costs = "; ".join(f"{u}: {n(data['fixed'][u])} + {n(data['linear'][u])} p + {n(data['quad'][u])} p^2"
+                          for u in units)
+        limits = "; ".join(f"{u} {n(data['pmin'][u])} to {n(data['pmax'][u])} {q}, ramping {n(data['ramp'][u])} {q} "
+                           "per minute" for u in units)
+        need = (f"The {v['load']} is {n(data['demand'])} {q}. Spinning reserve (unused capacity a unit can deliver "
+                f"within {minutes(data['window'] / 60)}, limited by its ramp rate and its headroom below its maximum) "
+                f"must total at least {n(data['reserve_pct'])}% of the {v['load']}.")
+        if template == 0:
+            rows = [[u, data["pmin"][u], data["pmax"][u], data["ramp"][u], data["fixed"][u], data["linear"][u],
+                     data["quad"][u]] for u in units]
+            head = ["Unit", f"Min ({q})", f"Max ({q})", f"Ramp ({q}/min)", "a ($/h)", "b ($ per unit)", "c"]
+            return (f"Economic dispatch ({domain}). Each unit's hourly cost is a + b p + c p^2 at output p.\n\n"
+                    f"{table(head, rows)}\n\n{need} Choose the outputs that minimise the total hourly cost.")
+        if template == 1:
+            return (f"Minimise the total hourly fuel cost of {join(units)}, with cost curves (in $ per hour, p in "
+                    f"{q}) {costs}. Output ranges and ramp rates: {limits}. {need}")
+        if template == 2:
+            return (f"Tonight {v['who']} has {len(units)} units running and must decide how to load them. Their fuel "
+                    f"costs per hour are {costs}, with p the output in {q}. The units can run at {limits}. {need} "
+                    "Every unit must stay on. What loading is cheapest?")
+        return (f"Quadratic-cost dispatch for a {domain}. Units and limits: {limits}. Cost functions ($/h): {costs}. "
+                f"{need} Find the least-cost outputs.")

@@ -1,0 +1,145 @@
+"""Load shifting under a block tariff (MILP): flexible jobs each need the energy of a stated run time (in minutes)
+at their full rate within their time window, at no more than that rate per hour, on top of a fixed base load and within the connection limit; every hour's load is billed by blocks
+whose prices depend on the hour's band: rising blocks in the peak (convex), falling blocks off-peak (a bulk
+discount, concave). A concave cost cannot be left to an LP, so each hour's load is split incrementally into
+blocks with one binary per block boundary: ``seg[h,k] >= width[k] * full[h,k]`` and
+``seg[h,k+1] <= width[k+1] * full[h,k]`` (a block fills only once the one before is full). Minimise the bill.
+
+Feasible by construction: each job's run time is at most 80% of its window, and the connection limit covers
+the largest base load plus every job at full rate. Infeasible variant: one job's run time exceeds its window, so
+it needs more energy than its rate times the hours of its window can deliver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, table
+from flywheel.generators.base import Family, exceed, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "electrolyser plant": {"jobs": ["Stack1", "Stack2", "Stack3", "Stack4"], "e": "MWh", "what": "electrolyser "
+                           "stack", "money": "$", "who": "a green-hydrogen producer"},
+    "foundry": {"jobs": ["Furnace", "Kiln", "Compressor", "Shredder"], "e": "kWh", "what": "batch process",
+                "money": "cents", "who": "a metal foundry"},
+    "water pumping": {"jobs": ["NorthPumps", "EastPumps", "Booster", "Sludge"], "e": "kWh", "what": "pumping duty",
+                      "money": "cents", "who": "a municipal water utility"},
+}
+_BANDS = ("OffPeak", "Peak", "Shoulder")
+
+
+@register
+class ElectricityTariff(Family):
+    name = "electricity_tariff"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"electrolyser plant": "energy", "foundry": "manufacturing", "water pumping": "public services"}
+    techniques = ("piecewise_linear",)
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
+    reorder_keys = ("jobs",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
+        jobs = _DOMAINS[domain]["jobs"][:1 + (difficulty + 1) // 2]
+        # Bands in the order of the day: off-peak first third, peak middle third, shoulder the rest.
+        band = {h: _BANDS[min(2, 3 * k // len(hours))] for k, h in enumerate(hours)}
+        base = {h: int(rng.integers(5, 40)) for h in hours}
+        rate = {j: int(rng.integers(10, 40)) for j in jobs}
+        start = {j: int(rng.integers(1, len(hours) - 1)) for j in jobs}
+        end = {j: int(rng.integers(start[j] + 1, len(hours) + 1)) for j in jobs}
+        # Run times in half hours, 30% to 80% of the window: the energy needed is rate * minutes / 60.
+        minutes = {j: 30 * max(1, int(2 * (end[j] - start[j] + 1) * rng.uniform(0.3, 0.8))) for j in jobs}
+        first = int(rng.integers(10, 30))
+        steps = {"OffPeak": -1, "Peak": 1, "Shoulder": 0}
+        price = {bd: [max(1, first + s * k * int(rng.integers(2, 8)) + (10 if bd == "Peak" else 0))
+                      for k in range(3)] for bd, s in steps.items()}
+        limit = max(base.values()) + sum(rate.values()) + int(rng.integers(0, 20))
+        # The first two blocks take 40-70% of the limit: the third always has room.
+        widths = [max(1, int(limit * rng.uniform(0.2, 0.35))) for _ in range(2)]
+        return {"hours": hours, "jobs": jobs, "band": band, "base": base, "rate": rate, "start": start, "end": end,
+                "minutes": minutes, "widths": widths, "price": price, "limit": limit}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        j = data["jobs"][-1]
+        return exceed(data, "minutes", j, 60 * (data["end"][j] - data["start"][j] + 1), 30 * rng.integers(1, 4))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("electricity_tariff")
+        hours = b.add_set("hours", data["hours"], "hours of the day in order")
+        jobs = b.add_set("jobs", data["jobs"], "flexible loads")
+        blocks = b.add_set("blocks", ["B1", "B2", "B3"], "tariff blocks, cheapest first off-peak")
+        inner = b.add_set("boundaries", ["B1", "B2"], "blocks with a fixed size (the last runs to the limit)")
+        b.add_set("bands", list(_BANDS), "tariff bands of the day")
+        b.add_param("base", data["base"], ("hours",), "energy", "fixed base load of an hour")
+        for key, what in (("rate", "most energy per hour"), ("minutes", "run time at full rate"),
+                          ("start", "first allowed hour"), ("end", "last allowed hour")):
+            b.add_param(key, data[key], ("jobs",), "", f"{what} of a flexible load")
+        b.add_param("widths", dict(zip(inner, data["widths"], strict=True)), ("boundaries",), "energy",
+                    "size of a block")
+        b.add_param("price", {(bd, blk): data["price"][bd][k] for bd in _BANDS for k, blk in enumerate(blocks)},
+                    ("bands", "blocks"), "money per energy", "price of a block in a band")
+        b.add_param("limit", data["limit"], (), "energy", "connection limit per hour")
+        width = [*data["widths"], data["limit"] - sum(data["widths"])]
+        run = b.add_vars("run", ("jobs", "hours"), description="energy a flexible load uses in an hour")
+        seg = b.add_vars("block_use", ("hours", "blocks"), description="load of an hour billed in a block")
+        full = b.add_vars("block_full", ("hours", "boundaries"), VarType.BINARY, description="1 if the block is full")
+        b.con_group("need", ("jobs",), "each flexible load gets its energy inside its window")
+        b.con_group("rate", ("jobs", "hours"), "within the rate inside the window, nothing outside")
+        for j in jobs:
+            inside = [h for k, h in enumerate(hours, 1) if data["start"][j] <= k <= data["end"][j]]
+            b.add_constr("need", (j,), [(run[(j, h)], 1) for h in inside], "==",
+                         data["rate"][j] * data["minutes"][j] / 60)
+            for h in hours:
+                b.add_constr("rate", (j, h), [(run[(j, h)], 1)], "<=", data["rate"][j] if h in inside else 0)
+        b.con_group("load_split", ("hours",), "the hour's load is the sum of its blocks")
+        b.con_group("fill_first", ("hours", "boundaries"), "a block marked full is full")
+        b.con_group("fill_next", ("hours", "blocks"), "a block is used only once the one before is full")
+        cost = []
+        for h in hours:
+            b.add_constr("load_split", (h,), [(seg[(h, k)], 1) for k in blocks] + [(run[(j, h)], -1) for j in jobs],
+                         "==", data["base"][h])
+            for k, blk in enumerate(blocks):
+                if blk in inner:
+                    b.add_constr("fill_first", (h, blk), [(seg[(h, blk)], 1), (full[(h, blk)], -width[k])], ">=", 0)
+                before = [(full[(h, blocks[k - 1])], -width[k])] if k else []
+                b.add_constr("fill_next", (h, blk), [(seg[(h, blk)], 1), *before], "<=", 0 if k else width[k])
+                cost.append((seg[(h, blk)], data["price"][data["band"][h]][k]))
+        b.set_objective("minimize", cost, description="electricity bill")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, e, money, hours, jobs = number_text, v["e"], v["money"], data["hours"], data["jobs"]
+        w1, w2 = data["widths"]
+        tariff = "; ".join(f"{bd} hours: the first {n(w1)} {e} at {n(p[0])}, the next {n(w2)} at {n(p[1])} and the "
+                           f"rest at {n(p[2])} {money} per {e}" for bd, p in data["price"].items())
+        bands = "; ".join(f"{bd} {join([h for h in hours if data['band'][h] == bd])}" for bd in _BANDS)
+        needs = "; ".join(f"{j} needs the energy of {n(data['minutes'][j])} minutes at its full rate of "
+                          f"{n(data['rate'][j])} {e} per hour, between hours {n(data['start'][j])} and "
+                          f"{n(data['end'][j])} (inclusive), never above that rate" for j in jobs)
+        base = listing(data["base"], hours)
+        limit = f"The connection carries at most {n(data['limit'])} {e} in any hour, base load included."
+        if template == 0:
+            return (f"{v['who'].capitalize()} can shift its flexible loads ({join(jobs)}) across the {len(hours)} "
+                    f"hours H1..H{len(hours)}. {needs}. The fixed base load per hour is {base} ({e}). Each hour's "
+                    f"total load is billed in blocks by tariff band ({bands}): {tariff}. {limit} Schedule the "
+                    "flexible loads (fractions of an hour's energy are fine) to minimise the bill.")
+        if template == 1:
+            rows = [[h, data["band"][h], data["base"][h]] for h in hours]
+            job_rows = [[j, data["minutes"][j], data["rate"][j], data["start"][j], data["end"][j]] for j in jobs]
+            return (f"Block-tariff load shifting ({domain}).\n\n{table(['Hour', 'Band', f'Base load ({e})'], rows)}"
+                    f"\n\n{table([v['what'].capitalize(), 'Run time (min)', f'Rate ({e}/h)', 'From hour', 'To hour'], job_rows)}"
+                    f"\n\nEach needs the energy of its run time at its full rate, spread over its hours at no more than that "
+                    f"rate. Tariff, per hour's total load: {tariff}. {limit} Minimise the total bill.")
+        if template == 2:
+            return (f"The electricity bill of {v['who']} is the biggest cost it can still influence. Its tariff bills "
+                    f"each hour's load in blocks: {tariff} (bands: {bands}). Peak blocks get dearer as load grows; "
+                    f"off-peak ones cheaper. Each {v['what']} is flexible within limits: {needs}. The base load is "
+                    f"{base} {e}. {limit} When should the flexible loads run?")
+        return (f"Minimise the cost of {v['who']} under a piecewise-linear block tariff: {tariff}. Hour bands: "
+                f"{bands}. Base loads: {base}. Flexible loads: {needs}. {limit}")

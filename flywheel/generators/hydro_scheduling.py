@@ -1,0 +1,122 @@
+"""Reservoir scheduling (LP, multi-period): per period, release water through the turbines or outlets (between a
+minimum environmental release and the outlet capacity) or spill it, with the volume balance
+``volume[t] = volume[t-1] + inflow[t] - release[t] - spill[t]`` between a minimum share of capacity and the
+capacity, and an end-of-horizon volume of at least a stated share of capacity. Maximise the value of the releases
+at each period's price (a release converts to sellable output at a fixed factor). Shares are stated in percent.
+
+Feasible by construction: every inflow is at least the minimum release and both shares are at most the opening
+fill, so releasing the minimum and spilling any excess never lets the volume fall below the opening one.
+Infeasible variant: the minimum release is raised until the releases over the horizon exceed the opening volume
+plus all inflows minus the minimum volume, so the balance would drive the volume below its minimum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "hydropower": {"period": "Week", "water": "hm3", "out": "GWh", "price": "thousand $ per GWh",
+                   "outlet": "turbines", "factor": (0.5, 3), "who": "the operator of a hydropower dam"},
+    "irrigation reservoir": {"period": "Fortnight", "water": "megalitres", "out": "hectare-waterings",
+                             "price": "$ per hectare-watering", "outlet": "canal gates", "factor": (0.5, 3),
+                             "who": "the water master of an irrigation scheme"},
+    "water utility": {"period": "Month", "water": "ML", "out": "ML of treated water",
+                      "price": "$ per ML of treated water", "outlet": "treatment works intake", "factor": (0.6, 0.95),
+                      "who": "the planning engineer of a city water utility"},
+}
+
+
+@register
+class HydroScheduling(Family):
+    name = "hydro_scheduling"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"hydropower": "energy", "irrigation reservoir": "agriculture", "water utility": "public services"}
+    techniques = ("multi_period_balance",)
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
+    reorder_keys = ()  # periods are in time order
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        periods = [f"{_DOMAINS[domain]['period']}{t}" for t in range(1, 4 + 2 * difficulty)]
+        capacity = int(rng.integers(20, 60)) * 10
+        opening = int(capacity * rng.uniform(0.4, 0.8))
+        fill = 100 * opening / capacity
+        min_release = int(rng.integers(2, 15))
+        return {"periods": periods, "capacity": capacity, "opening": opening,
+                "inflow": {t: min_release + int(rng.integers(0, 60)) for t in periods},
+                "price": {t: int(rng.integers(20, 90)) for t in periods},
+                "outlet_max": int(rng.integers(40, 120)), "min_release": min_release,
+                "factor": round(float(rng.uniform(*_DOMAINS[domain]["factor"])), 2),
+                "min_pct": int(fill * rng.uniform(0.1, 0.5)), "end_pct": int(fill * rng.uniform(0.5, 1.0))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        water = data["opening"] + sum(data["inflow"].values()) - data["min_pct"] / 100 * data["capacity"]
+        return {**data, "min_release": int(water // len(data["periods"])) + int(rng.integers(1, 6))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("hydro_scheduling")
+        periods = b.add_set("periods", data["periods"], "periods in time order")
+        b.add_param("inflow", data["inflow"], ("periods",), "water", "inflow of a period")
+        b.add_param("price", data["price"], ("periods",), "money per output", "price of a period")
+        for key, unit, what in (("capacity", "water", "reservoir capacity"), ("opening", "water", "opening volume"),
+                                ("outlet_max", "water", "most release in a period"),
+                                ("min_release", "water", "least release in a period"),
+                                ("factor", "output per water", "output from one unit of release"),
+                                ("min_pct", "percent", "least volume, share of capacity"),
+                                ("end_pct", "percent", "least final volume, share of capacity")):
+            b.add_param(key, data[key], (), unit, what)
+        release = b.add_vars("release", ("periods",), description="water released through the outlet")
+        spill = b.add_vars("spill", ("periods",), description="water spilled without value")
+        low = data["min_pct"] / 100 * data["capacity"]
+        volume = b.add_vars("volume", ("periods",), lb=low, ub=data["capacity"], description="volume at period end")
+        b.con_group("balance", ("periods",), "volume carried plus inflow minus release and spill")
+        # Release limits as rows, not bounds: the infeasible variant may push the minimum above the maximum.
+        b.con_group("release_min", ("periods",), "at least the minimum release")
+        b.con_group("release_max", ("periods",), "at most the outlet capacity")
+        previous: list[tuple[str, float]] = []
+        for t in periods:
+            b.add_constr("release_min", (t,), [(release[(t,)], 1)], ">=", data["min_release"])
+            b.add_constr("release_max", (t,), [(release[(t,)], 1)], "<=", data["outlet_max"])
+            b.add_constr("balance", (t,), [(volume[(t,)], 1), (release[(t,)], 1), (spill[(t,)], 1), *previous], "==",
+                         data["inflow"][t] + (0 if previous else data["opening"]))
+            previous = [(volume[(t,)], -1)]
+        b.con_group("end_volume", (), "final volume at least the required share of capacity")
+        b.add_constr("end_volume", (), [(volume[(periods[-1],)], 1)], ">=", data["end_pct"] / 100 * data["capacity"])
+        b.set_objective("maximize", [(release[(t,)], data["factor"] * data["price"][t]) for t in periods],
+                        description="value of all releases")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, w, periods, per = number_text, v["water"], data["periods"], v["period"].lower()
+        res = (f"The reservoir holds up to {n(data['capacity'])} {w} and starts with {n(data['opening'])} {w}. The "
+               f"reservoir may never drop below {n(data['min_pct'])}% of capacity and must end the horizon at least "
+               f"{n(data['end_pct'])}% full.")
+        out = (f"Each {per}, between {n(data['min_release'])} and {n(data['outlet_max'])} {w} go through the "
+               f"{v['outlet']}; anything else may be spilled at no value. Each {w[:-1] if w.endswith('s') else w} "
+               f"released yields {n(data['factor'])} {v['out']}.")
+        flows = listing(data["inflow"], periods, "{k} {v}")
+        prices = listing(data["price"], periods, "{k} {v}")
+        if template == 0:
+            return (f"Plan the releases for the next {len(periods)} {per}s. Inflows ({w}): {flows}. Prices "
+                    f"({v['price']}): {prices}. {res} {out} Maximise the total value of the releases.")
+        if template == 1:
+            body = table([v["period"], f"Inflow ({w})", f"Price ({v['price']})"],
+                         [[t, data["inflow"][t], data["price"][t]] for t in periods])
+            return (f"Reservoir scheduling for {v['who']}.\n\n{body}\n\n{res} {out} Choose release and spill per "
+                    f"{per} to maximise value.")
+        if template == 2:
+            return (f"Every {per} {v['who']} decides how much water to let out. Letting it out when prices are high "
+                    f"pays, but the reservoir must be managed for the whole season. {res} Forecast inflows in {w} "
+                    f"are {flows}, and expected prices in {v['price']} are {prices}. {out} What release plan "
+                    "earns the most?")
+        return (f"Multi-period reservoir LP ({domain}). {res} {out} Inflow per {per}: {flows}. Price per {per}: "
+                f"{prices}. The volume balance links consecutive {per}s. Maximise revenue.")

@@ -1,0 +1,132 @@
+"""Least-absolute-deviation forecast (LP): fit ``y ~ a + sum_j b_j x_j`` to observations minimising the sum of
+absolute residuals. Each residual is split into two non-negative parts (``fit + over - under = y``, minimise
+``over + under``): at an optimum at most one of them is positive, so their sum is the absolute value. Domain
+knowledge fixes each slope's sign and caps its size, bounds the intercept, and asks the fitted model to forecast
+at least a floor at a planning point.
+
+Feasible by construction: the floor is at most half the largest forecast the coefficient box allows (the planning
+point is non-negative, so that maximum is the intercept cap plus the positive slopes' caps times the point).
+Infeasible variant: the floor is raised above that maximum, which no coefficients in the box can reach.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "store demand": {"target": "units sold", "obs": "Week", "base": "baseline sales",
+                     "features": [("Price", "-"), ("Promotion", "+"), ("Rainfall", "-")],
+                     "who": "a grocery store's demand planner", "goal": "weekly sales"},
+    "crop yield": {"target": "bushels per acre", "obs": "Field", "base": "yield with no inputs",
+                   "features": [("Nitrogen", "+"), ("Irrigation", "+"), ("Weeds", "-")],
+                   "who": "a farm agronomist", "goal": "field yield"},
+    "network traffic": {"target": "terabytes", "obs": "Day", "base": "background traffic",
+                        "features": [("Subscribers", "+"), ("Outages", "-"), ("Streaming", "+")],
+                        "who": "a network capacity planner", "goal": "daily traffic"},
+}
+
+
+@register
+class LadForecast(Family):
+    name = "lad_forecast"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"store demand": "retail", "crop yield": "agriculture", "network traffic": "telecom"}
+    techniques = ("absolute_value",)
+    template_styles = (("table",), ("plain",), ("story",), ("plain",))
+    reorder_keys = ("obs",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        feats = v["features"][:1 + (difficulty - 1) // 2]
+        features = [f for f, _ in feats]
+        obs = [f"{v['obs']}{t}" for t in range(1, 7 + 2 * difficulty)]
+        sign = {f: s for f, s in feats}
+        cap = {f: int(rng.integers(3, 12)) for f in features}
+        x = {t: {f: int(rng.integers(1, 20)) for f in features} for t in obs}
+        true_a = int(rng.integers(20, 80))
+        # The data's own slopes may fall outside the known box (wrong sign, too big): then the box binds.
+        true_b = {f: (1 if sign[f] == "+" else -1) * float(rng.uniform(-0.3, 1.4)) * cap[f] for f in features}
+        y = {t: max(1, int(true_a + sum(true_b[f] * x[t][f] for f in features) + rng.integers(-8, 9)))
+             for t in obs}
+        point = {f: int(rng.integers(1, 20)) for f in features}
+        intercept_max = true_a + int(rng.integers(5, 40))
+        return {"features": features, "obs": obs, "sign": sign, "cap": cap, "x": x, "y": y,
+                "intercept_max": intercept_max, "point": point,
+                "floor": int(self._most(sign, cap, point, intercept_max) * rng.uniform(0.2, 0.5))}
+
+    @staticmethod
+    def _most(sign: dict[str, str], cap: dict[str, int], point: dict[str, int], intercept_max: float) -> float:
+        """The largest forecast at ``point`` any coefficients in the box can give (the point is >= 0)."""
+        return intercept_max + sum(cap[f] * point[f] for f in cap if sign[f] == "+")
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        most = self._most(data["sign"], data["cap"], data["point"], data["intercept_max"])
+        return {**data, "floor": int(most + rng.integers(1, 30))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("lad_forecast")
+        feats = b.add_set("features", data["features"], "explanatory variables")
+        obs = b.add_set("obs", data["obs"], "observations")
+        b.add_param("x", {(t, f): data["x"][t][f] for t in obs for f in feats}, ("obs", "features"), "",
+                    "feature value of an observation")
+        b.add_param("y", data["y"], ("obs",), "", "observed target")
+        b.add_param("cap", data["cap"], ("features",), "", "largest allowed size of a slope")
+        b.add_param("intercept_max", data["intercept_max"], (), "", "largest allowed intercept")
+        b.add_param("point", data["point"], ("features",), "", "feature values of the planning point")
+        b.add_param("floor", data["floor"], (), "", "least forecast required at the planning point")
+        a = b.add_var("intercept", description="fitted intercept")
+        slope = b.add_vars("slope", ("features",), lb=None, description="fitted slope of a feature")
+        over = b.add_vars("over", ("obs",), description="amount the fit exceeds an observation")
+        under = b.add_vars("under", ("obs",), description="amount the fit falls short of an observation")
+        b.con_group("fit", ("obs",), "fit plus residual parts equals the observation")
+        for t in obs:
+            b.add_constr("fit", (t,), [(a, 1), *((slope[(f,)], data["x"][t][f]) for f in feats),
+                                       (under[(t,)], 1), (over[(t,)], -1)], "==", data["y"][t])
+        b.con_group("sign", ("features",), "each slope has its known sign")
+        b.con_group("size", ("features",), "each slope within its cap")
+        for f in feats:
+            s = 1 if data["sign"][f] == "+" else -1
+            b.add_constr("sign", (f,), [(slope[(f,)], s)], ">=", 0)
+            b.add_constr("size", (f,), [(slope[(f,)], s)], "<=", data["cap"][f])
+        b.con_group("intercept_cap", (), "intercept within its cap")
+        b.add_constr("intercept_cap", (), [(a, 1)], "<=", data["intercept_max"])
+        b.con_group("floor", (), "the forecast at the planning point reaches the floor")
+        b.add_constr("floor", (), [(a, 1), *((slope[(f,)], data["point"][f]) for f in feats)], ">=", data["floor"])
+        b.set_objective("minimize", [(e[(t,)], 1) for e in (over, under) for t in obs],
+                        description="sum of absolute residuals")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, feats, obs = number_text, data["features"], data["obs"]
+        known = "; ".join(f"the {f} slope is {'non-negative' if data['sign'][f] == '+' else 'non-positive'} and "
+                          f"at most {n(data['cap'][f])} in size" for f in feats)
+        rules = (f"Known from experience: {known}; the intercept ({v['base']}) lies between 0 and "
+                 f"{n(data['intercept_max'])}. The fitted model must forecast at least {n(data['floor'])} "
+                 f"{v['target']} at the planning point {listing(data['point'], feats, '{k} = {v}')}.")
+        rows = "; ".join(f"{t}: {listing(data['x'][t], feats, '{k} {v}')}, {n(data['y'][t])}" for t in obs)
+        model = f"{v['goal']} = intercept + " + " + ".join(f"slope_{f} * {f}" for f in feats)
+        if template == 0:
+            body = table([v["obs"], *feats, f"Observed ({v['target']})"],
+                         [[t, *(data["x"][t][f] for f in feats), data["y"][t]] for t in obs])
+            return (f"Fit the linear model {model} to the data below so that the sum of absolute errors is as small "
+                    f"as possible.\n\n{body}\n\n{rules}")
+        if template == 1:
+            return (f"Least absolute deviations ({domain}): choose the intercept and the slopes of {join(feats)} in "
+                    f"{model} minimising the total absolute residual over the observations ({join(feats)}, then "
+                    f"{v['target']}): {rows}. {rules}")
+        if template == 2:
+            return (f"{v['who'].capitalize()} distrusts least squares because a few odd observations would pull the "
+                    f"line too far, so the fit should minimise absolute errors instead. The records "
+                    f"(features {join(feats)}, then {v['target']}) are {rows}. {rules} Which coefficients fit best?")
+        return (f"Estimate {v['goal']} in {v['target']} as {model}. Observations ({join(feats)}, then the target): "
+                f"{rows}. {rules} Minimise the sum over observations of |observed - fitted|.")

@@ -1,0 +1,110 @@
+"""Production smoothing (convex QP): plan output per period with inventory balance
+(``stock[t] = stock[t-1] + make[t] - demand[t]``, no backorders), a per-period capacity, a unit cost, a holding
+cost stated as a percentage of the unit cost per period, and a quadratic penalty ``w * change[t]^2`` on every
+change of output from the period before (``change[t] = make[t] - make[t-1]``, the first against last period's
+level): hiring, overtime and idling make big swings expensive, small ones cheap.
+
+Feasible by construction: the capacity is at least every period's demand, so making each period's demand is a
+plan. Infeasible variant: the last period's demand is raised until the horizon's total demand exceeds the opening
+stock plus the capacity of all periods, which bounds what can ever be delivered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import listing, table
+from flywheel.generators.base import Family, exceed, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "appliance plant": {"period": "Month", "item": "washing machines", "who": "the production planner of an "
+                        "appliance plant", "swing": "overtime and hiring"},
+    "dairy": {"period": "Week", "item": "cheese wheels", "who": "the manager of a dairy cooperative",
+              "swing": "retuning the vats and changing milk intake"},
+    "bakery": {"period": "Day", "item": "loaves", "who": "the head baker of a bakery chain",
+               "swing": "calling in or sending home bakers"},
+}
+
+
+@register
+class ProductionSmoothing(Family):
+    name = "production_smoothing"
+    version = "1"
+    problem_class = "QP"
+    domains = tuple(_DOMAINS)
+    sectors = {"appliance plant": "manufacturing", "dairy": "agriculture", "bakery": "retail"}
+    techniques = ("quadratic_objective", "multi_period_balance")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
+    reorder_keys = ()  # periods are in time order
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        periods = [f"{_DOMAINS[domain]['period']}{t}" for t in range(1, 5 + 2 * difficulty)]
+        demand = {t: int(rng.integers(40, 200)) for t in periods}
+        return {"periods": periods, "demand": demand,
+                "capacity": max(demand.values()) + int(rng.integers(0, 60)),
+                "opening": int(rng.integers(0, 50)), "last_level": int(rng.integers(60, 160)),
+                "unit_cost": int(rng.integers(5, 60)), "holding_pct": int(rng.integers(1, 8)),
+                "change_weight": round(float(rng.uniform(0.05, 1.5)), 2)}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        periods = data["periods"]
+        most = data["opening"] + data["capacity"] * len(periods) - sum(data["demand"][t] for t in periods[:-1])
+        return exceed(data, "demand", periods[-1], most, rng.integers(1, 20))
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("production_smoothing")
+        periods = b.add_set("periods", data["periods"], "planning periods in time order")
+        b.add_param("demand", data["demand"], ("periods",), "units", "demand of a period")
+        b.add_param("capacity", data["capacity"], (), "units", "most output in a period")
+        b.add_param("opening", data["opening"], (), "units", "stock before the first period")
+        b.add_param("last_level", data["last_level"], (), "units", "output in the period before the plan")
+        b.add_param("unit_cost", data["unit_cost"], (), "money per unit", "cost of making a unit")
+        b.add_param("holding_pct", data["holding_pct"], (), "percent", "holding cost per period, share of unit cost")
+        b.add_param("change_weight", data["change_weight"], (), "money per unit squared", "penalty on output change")
+        make = b.add_vars("make", ("periods",), ub=data["capacity"], description="output of a period")
+        stock = b.add_vars("stock", ("periods",), description="stock at the end of a period")
+        change = b.add_vars("change", ("periods",), lb=None, description="output change from the period before")
+        b.con_group("balance", ("periods",), "stock carried plus output minus demand")
+        b.con_group("change_def", ("periods",), "change is output minus the previous output")
+        for k, t in enumerate(periods):
+            before = [(stock[(periods[k - 1],)], -1)] if k else []
+            b.add_constr("balance", (t,), [(stock[(t,)], 1), (make[(t,)], -1), *before], "==",
+                         (0 if k else data["opening"]) - data["demand"][t])
+            prev = [(make[(periods[k - 1],)], -1)] if k else []
+            b.add_constr("change_def", (t,), [(change[(t,)], 1), (make[(t,)], -1), *prev], "==",
+                         0 if k else -data["last_level"])
+        holding = data["holding_pct"] / 100 * data["unit_cost"]
+        b.set_objective("minimize", [(make[(t,)], data["unit_cost"]) for t in periods] +
+                        [(stock[(t,)], holding) for t in periods],
+                        quadratic=[(change[(t,)], change[(t,)], data["change_weight"]) for t in periods],
+                        description="production, holding and smoothing cost")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        n, periods, item, per = number_text, data["periods"], v["item"], v["period"].lower()
+        dem = listing(data["demand"], periods)
+        costs = (f"Each of the {item} costs ${n(data['unit_cost'])} to make, and holding one in stock costs "
+                 f"{n(data['holding_pct'])}% of that per {per} (on the stock left at the end of the {per}).")
+        swing = (f"Changing output from one {per} to the next ({v['swing']}) costs ${n(data['change_weight'])} times "
+                 f"the square of the change; last {per}'s output was {n(data['last_level'])}.")
+        frame = (f"At most {n(data['capacity'])} can be made per {per}; the opening stock is {n(data['opening'])} and "
+                 "demand must be met on time from output and stock.")
+        if template == 0:
+            return (f"Plan the output of {item} for the coming {len(periods)} {per}s. Demand: {dem}. {frame} {costs} "
+                    f"{swing} Minimise total cost; fractional quantities are acceptable.")
+        if template == 1:
+            body = table([v["period"], f"Demand ({item})"], [[t, data["demand"][t]] for t in periods])
+            return (f"Smooth production plan for {v['who']}.\n\n{body}\n\n{frame} {costs} {swing} Find the "
+                    "cheapest plan (quantities may be fractional).")
+        if template == 2:
+            return (f"{v['who'].capitalize()} is tired of output jumping around. {swing} {costs} The forecast "
+                    f"demand is {dem}. {frame} What output per {per} keeps making, holding and change costs as "
+                    "low as possible? Treat amounts as continuous.")
+        return (f"Quadratic production smoothing ({domain}): minimise unit cost plus holding cost plus "
+                f"{n(data['change_weight'])} * (output change)^2 summed over the {per}s. Demand per {per}: {dem}. "
+                f"{frame} {costs} Previous output level: {n(data['last_level'])}. Continuous quantities.")
