@@ -38,13 +38,13 @@ def legs(b: ModelBuilder, places: Sequence[str], cost: dict[str, dict[str, float
 
 def degree(b: ModelBuilder, x: dict[Leg, str], places: Sequence[str], nodes: Sequence[str],
            visit: dict[str, str] | None = None) -> None:
-    """Every node of ``nodes`` is left once and entered once (or, with ``visit``, as often as its 0/1 visit
-    variable says)."""
+    """Every node of ``nodes`` is left once and entered once (or, when it has a 0/1 variable in ``visit``, as
+    often as that says)."""
     b.con_group("leave", ("places",), "leave a place once if it is visited")
     b.con_group("enter", ("places",), "enter a place once if it is visited")
     for a in nodes:
-        extra = [(visit[a], -1)] if visit else []
-        rhs = 0 if visit else 1
+        extra = [(visit[a], -1)] if visit and a in visit else []
+        rhs = 0 if extra else 1
         b.add_constr("leave", (a,), [(x[(a, c)], 1) for c in places if c != a] + extra, "==", rhs)
         b.add_constr("enter", (a,), [(x[(c, a)], 1) for c in places if c != a] + extra, "==", rhs)
 
