@@ -65,7 +65,7 @@ class CVRP(Family):
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = _DOMAINS[domain]
-        customers = names(v["customers"], 3 + difficulty, "Customer")
+        customers = names(v["customers"], 2 + difficulty, "Customer")
         dist = rt.euclidean(rng, [v["depot"], *customers])
         demand = {c: int(rng.integers(*v["demand"])) for c in customers}
         # A capacity of a third to a half of the total demand (never below the largest), rounded up to the step.

@@ -58,7 +58,7 @@ class Orienteering(Family):
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = _DOMAINS[domain]
-        sites = names(v["sites"], 3 + difficulty, "Site")
+        sites = names(v["sites"], 2 + difficulty, "Site")
         places = [v["base"], *sites]
         travel = {a: {c: d + 5 for c, d in row.items()} for a, row in rt.euclidean(rng, places).items()}
         visit = {s: int(rng.integers(3, 10)) * 5 for s in sites}
