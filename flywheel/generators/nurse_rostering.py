@@ -1,0 +1,120 @@
+"""Nurse rostering (IP): assign staff to the shifts of each day so every shift has its minimum head count, nobody
+works twice a day or on a day off, nobody works the first shift of a day after the night shift of the day
+before, and nobody exceeds a cap on shifts; minimise wages (hourly rate x shift hours).
+
+``work[n, d, s]`` binary; the coverage rows are set covering; the rest rule is an if-then row
+``work[n, d, night] + work[n, d+1, first] <= 1``. Feasible by construction: a hidden roster that keeps every rule
+is drawn first, and the minimum head counts and caps are at most what it provides. Infeasible variant: one shift
+asks for more staff than are available that day, and each person works at most one shift a day.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "hospital ward": {"staff": ["Amara", "Beth", "Carla", "Dinah", "Elena", "Fatima", "Grace", "Hana", "Iris"],
+                      "shifts": ["Morning", "Evening", "Night"], "person": "nurse", "unit": "ward", "money": "$"},
+    "police station": {"staff": ["Kowalski", "Lindqvist", "Murphy", "Novak", "Okafor", "Petrov", "Quinn",
+                                 "Rossi", "Santos"],
+                       "shifts": ["Early", "Late", "Night"], "person": "officer", "unit": "station", "money": "$"},
+    "department store": {"staff": ["Tom", "Uma", "Victor", "Wendy", "Xavier", "Yara", "Zoe", "Arjun", "Bruno"],
+                         "shifts": ["Opening", "Closing", "Overnight"], "person": "clerk", "unit": "store",
+                         "money": "EUR"},
+}
+
+
+@register
+class NurseRostering(Family):
+    name = "nurse_rostering"
+    version = "1"
+    problem_class = "IP"
+    domains = tuple(_DOMAINS)
+    sectors = {"hospital ward": "health care", "police station": "public services", "department store": "retail"}
+    techniques = ("either_or_if_then", "set_partitioning_covering")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
+    reorder_keys = ("staff",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        staff, shifts = names(v["staff"], 3 + difficulty, "Person"), v["shifts"]
+        days = [f"Day{k}" for k in range(1, 4 + difficulty)]
+        off = sorted([p, days[int(rng.integers(len(days)))]] for p in staff if rng.random() < 0.6)
+        roster: dict[str, dict[str, str | None]] = {p: {} for p in staff}
+        for p in staff:
+            for i, d in enumerate(days):
+                ok = [s for s in shifts if not (s == shifts[0] and i and roster[p][days[i - 1]] == shifts[-1])]
+                roster[p][d] = None if [p, d] in off or rng.random() < 0.3 else ok[int(rng.integers(len(ok)))]
+        count = {d: {s: sum(roster[p][d] == s for p in staff) for s in shifts} for d in days}
+        need = {d: {s: max(0, count[d][s] - int(rng.integers(0, 2))) for s in shifts} for d in days}
+        cap = {p: sum(s is not None for s in roster[p].values()) + int(rng.integers(0, 2)) for p in staff}
+        return {"staff": staff, "days": days, "shifts": shifts, "need": need, "off": off, "cap": cap,
+                "hours": {s: int(rng.integers(6, 11)) for s in shifts},
+                "wage": {p: int(rng.integers(36, 61)) / 2 for p in staff}}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        d = data["days"][int(rng.integers(len(data["days"])))]
+        s = data["shifts"][int(rng.integers(len(data["shifts"])))]
+        free = sum([p, d] not in data["off"] for p in data["staff"])
+        return {**data, "need": exceed(data["need"], d, s, free, 1)}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("nurse_rostering")
+        staff = b.add_set("staff", data["staff"], "people to roster")
+        days = b.add_set("days", data["days"], "days in order")
+        shifts = b.add_set("shifts", data["shifts"], "shifts of a day, the last one the night")
+        need = data["need"]
+        b.add_param("need", {(d, s): need[d][s] for d in days for s in shifts}, ("days", "shifts"), "people",
+                    "minimum head count of a shift")
+        b.add_param("cap", data["cap"], ("staff",), "shifts", "most shifts a person may work")
+        b.add_param("hours", data["hours"], ("shifts",), "hours", "length of a shift")
+        b.add_param("wage", data["wage"], ("staff",), "money per hour", "hourly rate")
+        x = b.add_vars("work", ("staff", "days", "shifts"), VarType.BINARY, description="1 if the person works it")
+        b.con_group("cover", ("days", "shifts"), "every shift has its minimum head count (covering)")
+        for d in days:
+            for s in shifts:
+                b.add_constr("cover", (d, s), [(x[(p, d, s)], 1) for p in staff], ">=", need[d][s])
+        b.con_group("daily", ("staff", "days"), "at most one shift a day, none on a day off")
+        b.con_group("rest", ("staff", "days"), "no first shift right after a night shift (if-then)")
+        b.con_group("cap", ("staff",), "no more shifts than a person's cap")
+        first, night = shifts[0], shifts[-1]
+        for p in staff:
+            for i, d in enumerate(days):
+                b.add_constr("daily", (p, d), [(x[(p, d, s)], 1) for s in shifts], "<=", int([p, d] not in data["off"]))
+                if i + 1 < len(days):
+                    b.add_constr("rest", (p, d), [(x[(p, d, night)], 1), (x[(p, days[i + 1], first)], 1)], "<=", 1)
+            b.add_constr("cap", (p,), [(x[(p, d, s)], 1) for d in days for s in shifts], "<=", data["cap"][p])
+        b.set_objective("minimize", [(x[(p, d, s)], data["wage"][p] * data["hours"][s]) for p in staff
+                                     for d in days for s in shifts], description="wages (rate x shift hours)")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        v = _DOMAINS[domain]
+        staff, days, shifts, need, person = data["staff"], data["days"], data["shifts"], data["need"], v["person"]
+        cur = v["money"]
+        needs = "; ".join(f"{d}: " + listing(need[d], shifts) for d in days)
+        offs = ", ".join(f"{p} on {d}" for p, d in data["off"]) or "nobody"
+        rates = listing(data["wage"], staff, "{k} ${v}" if cur == "$" else "{k} {v} " + cur)
+        rules = (f"A {person} works at most one shift a day and never on a day off ({offs}). Whoever works the "
+                 f"{shifts[-1]} shift may not work the {shifts[0]} shift the next day. Shift caps over the period: "
+                 f"{listing(data['cap'], staff)}. Shifts last {listing(data['hours'], shifts, '{v} hours ({k})')}, "
+                 f"and each {person} is paid per hour: {rates}.")
+        if template == 0:
+            return (f"Roster the {person}s {join(staff)} at a {v['unit']} over {join(days)}. Minimum staff per "
+                    f"shift: {needs}. {rules} Find the cheapest roster.")
+        if template == 1:
+            grid = table(["Day", *shifts], [[d, *(need[d][s] for s in shifts)] for d in days])
+            return (f"Minimum {person}s per shift at the {v['unit']}:\n\n{grid}\n\n{rules} Assign shifts at the "
+                    "least total pay.")
+        if template == 2:
+            return (f"The {v['unit']} manager is writing the roster for the next {number_text(len(days))} days with "
+                    f"{len(staff)} {person}s. Each shift needs a minimum head count ({needs}). {rules} What roster "
+                    "keeps the wage bill lowest?")
+        return f"Minimise the wage bill of a {v['unit']} roster. Coverage needed: {needs}. {rules}"

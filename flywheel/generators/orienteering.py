@@ -1,0 +1,123 @@
+"""Orienteering (MILP): leave the base once, visit a chosen subset of sites in one round trip whose travel and
+visit minutes fit a time budget stated in hours, and collect as much score as possible.
+
+``visit[s]`` says whether site ``s`` is on the tour; it is left and entered exactly ``visit[s]`` times, the base
+exactly once. Miller-Tucker-Zemlin order variables (``order[s]`` in [1, n], a used leg ``i -> j`` forces
+``order[j] >= order[i] + 1``: a big-M row with M = n, the number of sites) rule out a second loop that skips the
+base. Feasible by construction: the budget covers the cheapest single-site round trip. Infeasible variant: the
+budget is below the least any tour must spend (the shortest leg out of the base, the shortest leg back and the
+shortest visit), and the base must be left.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators import _routing as rt
+from flywheel.generators._text import listing, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, VarType, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "school field trip": {
+        "base": "School", "site": "attraction", "score": "learning points", "who": "a class and its teacher",
+        "sites": ["Museum", "Aquarium", "Planetarium", "Castle", "Zoo", "Observatory", "Gallery", "Farm", "Mill",
+                  "Lighthouse"],
+        "travel": "by coach",
+    },
+    "sales rep visits": {
+        "base": "Office", "site": "client", "score": "expected orders (hundred dollars)", "who": "a sales rep",
+        "sites": ["Acme", "Bolt", "Crest", "Delta", "Ember", "Fjord", "Globe", "Helix", "Ionic", "Jade"],
+        "travel": "by car",
+    },
+    "building inspections": {
+        "base": "CityHall", "site": "building", "score": "risk points", "who": "a fire-safety inspector",
+        "sites": ["Warehouse", "Cinema", "Hostel", "Factory", "Stadium", "Mall", "Hotel", "Depot", "Arena",
+                  "Library"],
+        "travel": "by van",
+    },
+}
+_QUARTER = 15  # the budget is a whole number of quarter hours (minutes)
+
+
+@register
+class Orienteering(Family):
+    name = "orienteering"
+    version = "1"
+    problem_class = "MILP"
+    domains = tuple(_DOMAINS)
+    sectors = {"school field trip": "sports and education", "sales rep visits": "retail",
+               "building inspections": "public services"}
+    techniques = ("subtour_elimination", "big_m_indicator")
+    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
+    reorder_keys = ("sites",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        v = _DOMAINS[domain]
+        sites = names(v["sites"], 2 + difficulty, "Site")
+        places = [v["base"], *sites]
+        travel = {a: {c: d + 5 for c, d in row.items()} for a, row in rt.euclidean(rng, places).items()}
+        visit = {s: int(rng.integers(3, 10)) * 5 for s in sites}
+        score = {s: int(rng.integers(5, 50)) for s in sites}
+        full = sum(travel[a][c] for a, c in zip(places, places[1:] + places[:1], strict=True)) + sum(visit.values())
+        single = min(travel[v["base"]][s] + travel[s][v["base"]] + visit[s] for s in sites)
+        # 35-60% of the time visiting everyone would take: a real choice, but the cheapest single visit fits.
+        budget = max(single, full * rng.uniform(0.35, 0.6))
+        return {"base": v["base"], "sites": sites, "travel": travel, "visit": visit, "score": score,
+                "budget": math.ceil(budget / _QUARTER) * _QUARTER / 60}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        base, t = data["base"], data["travel"]
+        least = (min(t[base][s] for s in data["sites"]) + min(t[s][base] for s in data["sites"])
+                 + min(data["visit"].values()))
+        return {**data, "budget": (least - 1) // _QUARTER * _QUARTER / 60}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("orienteering")
+        places = b.add_set("places", [data["base"], *data["sites"]], "the base (first) and the sites")
+        sites = b.add_set("sites", data["sites"], "sites that may be visited")
+        x = rt.legs(b, places, data["travel"], "travel", "minutes", "travel time of a leg")
+        b.add_param("visit", data["visit"], ("sites",), "minutes", "time spent at a site")
+        b.add_param("score", data["score"], ("sites",), "points", "score collected at a visited site")
+        b.add_param("budget", data["budget"], (), "hours", "time available for the whole tour")
+        y = b.add_vars("visit", ("sites",), VarType.BINARY, description="1 if the site is on the tour")
+        order = b.add_vars("order", ("sites",), lb=1, ub=len(sites), description="position on the tour (MTZ)")
+        rt.degree(b, x, places, places, {s: y[(s,)] for s in sites})
+        rt.mtz(b, x, order, sites, dict.fromkeys(sites, 1), len(sites),
+               "if leg i -> j is used, order[j] >= order[i] + 1 (no loop that skips the base)")
+        b.con_group("budget", (), "travel and visit minutes within the budget (hours x 60)")
+        b.add_constr("budget", (), [(x[p], data["travel"][p[0]][p[1]]) for p in x]
+                     + [(y[(s,)], data["visit"][s]) for s in sites], "<=", data["budget"] * 60)
+        b.set_objective("maximize", [(y[(s,)], data["score"][s]) for s in sites], description="score collected")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        base, sites, site = data["base"], data["sites"], v["site"]
+        places = [base, *sites]
+        scores = listing(data["score"], sites)
+        stays = listing(data["visit"], sites, "{v} minutes at {k}")
+        legs = rt.pairs_text(places, data["travel"], "{a}-{c} {v} min")
+        rule = (f"The tour starts and ends at {base}, visits at least one {site}, and its travel plus visit time "
+                f"may not exceed {n(data['budget'])} hours.")
+        if template == 0:
+            return (f"{v['who'].capitalize()} plans a day out from {base}, travelling {v['travel']}. Candidate "
+                    f"{site}s and their {v['score']}: {scores}. A visit takes {stays}. Travel times (the same both "
+                    f"ways): {legs}. {rule} Which {site}s, in which order, collect the most {v['score']}?")
+        if template == 1:
+            rows = [[s, data["score"][s], data["visit"][s]] for s in sites]
+            return (f"Orienteering problem ({domain}).\n\n{table([site.capitalize(), 'Score', 'Visit (min)'], rows)}"
+                    f"\n\nTravel minutes (row = from, column = to):\n\n{rt.grid(places, data['travel'])}\n\n{rule} "
+                    "Maximise the total score of the visited sites.")
+        if template == 2:
+            return (f"Tomorrow {v['who']} has {n(data['budget'])} hours, door to door from {base}. There are "
+                    f"{len(sites)} {site}s worth {scores} {v['score']}. Staying takes {stays}; driving takes {legs}. "
+                    f"No {site} is visited twice, at least one is visited, and the day must end back at {base}. Not every {site} fits. "
+                    f"Plan the round trip that scores most.")
+        return (f"Choose {site}s for {v['who']} to maximise {v['score']} ({scores}). Visit times: {stays}. Legs: "
+                f"{legs}. {rule}")

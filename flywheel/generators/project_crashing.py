@@ -1,0 +1,127 @@
+"""Project crashing (LP): activities with precedences, a normal and a crash (shortest) duration and a cost per
+day saved; shorten ("crash") activities so the project finishes by its deadline at the least cost.
+
+``start[a] >= 0``; ``cut[a]`` in [0, normal - crash] days is how much an activity is shortened; a precedence
+``a -> b`` means ``start[b] >= start[a] + normal[a] - cut[a]``; every activity ends by the deadline. Crash costs
+are stated in thousands of dollars per day and kept so (the objective is in thousands). Feasible by construction:
+the deadline is at least the longest path with every activity crashed. Infeasible variant: the deadline is
+shorter than that path, which no amount of crashing can beat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.generators._phrasing import thousands
+from flywheel.generators._text import join, names, table
+from flywheel.generators.base import Family, register
+from solvers.builder import ModelBuilder
+from solvers.ir import Model, number_text
+
+_DOMAINS: dict[str, dict[str, Any]] = {
+    "road construction": {
+        "acts": ["Survey", "Permits", "Clearing", "Drainage", "Grading", "Kerbs", "Base", "Asphalt", "Lighting",
+                 "Signage", "Markings", "Landscaping", "Inspection", "Handover"],
+        "who": "the council's works department", "goal": "reopen the road",
+    },
+    "network roll-out": {
+        "acts": ["Design", "Licences", "Trenching", "Ducting", "Cabling", "Splicing", "Cabinets", "Power",
+                 "Testing", "Routers", "Billing", "Provisioning", "Trials", "Launch"],
+        "who": "the operator's roll-out team", "goal": "switch on the new fibre area",
+    },
+    "event preparation": {
+        "acts": ["Booking", "Sponsors", "Venue", "Seating", "Tickets", "Stage", "Sound", "Catering", "Volunteers",
+                 "Security", "Rehearsal", "Signposts", "Media", "Opening"],
+        "who": "the tournament's organising committee", "goal": "open the championship",
+    },
+}
+
+
+def _longest(acts: list[str], pred: dict[str, list[str]], dur: dict[str, int]) -> int:
+    """Length of the longest path (activities listed in an order that respects ``pred``)."""
+    end: dict[str, int] = {}
+    for a in acts:
+        end[a] = max((end[p] for p in pred[a]), default=0) + dur[a]
+    return max(end.values())
+
+
+@register
+class ProjectCrashing(Family):
+    name = "project_crashing"
+    version = "1"
+    problem_class = "LP"
+    domains = tuple(_DOMAINS)
+    sectors = {"road construction": "public services", "network roll-out": "telecom",
+               "event preparation": "sports and education"}
+    techniques = ("precedence_disjunctive",)
+    template_styles = (("units",), ("table",), ("story", "units"), ("plain",))
+    reorder_keys = ("activities",)
+
+    def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
+        acts = names(_DOMAINS[domain]["acts"], 4 + 2 * difficulty, "Task")
+        normal = {a: int(rng.integers(3, 16)) for a in acts}
+        crash = {a: max(1, normal[a] - int(rng.integers(0, normal[a] // 2 + 1))) for a in acts}
+        pred = {a: sorted({acts[int(rng.integers(k))] for _ in range(int(rng.integers(1, 3)))}) if k else []
+                for k, a in enumerate(acts)}
+        lo, hi = _longest(acts, pred, crash), _longest(acts, pred, normal)
+        return {"activities": acts, "normal": normal, "crash": crash, "pred": pred,
+                "cost": {a: int(rng.integers(2, 40)) / 2 for a in acts},
+                "deadline": lo + int((hi - lo) * rng.uniform(0.3, 0.8))}
+
+    def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        floor = _longest(data["activities"], data["pred"], data["crash"])
+        return {**data, "deadline": floor - int(rng.integers(1, 4))}
+
+    def build(self, data: dict[str, Any]) -> Model:
+        b = ModelBuilder("project_crashing")
+        acts = b.add_set("activities", data["activities"], "project activities")
+        links = [(p, a) for a in acts for p in data["pred"][a]]
+        b.add_set("links", [f"{p}__{a}" for p, a in links], "precedences Before__After")
+        for name, unit, text in (("normal", "days", "duration without crashing"),
+                                 ("crash", "days", "shortest possible duration"),
+                                 ("cost", "thousand $ per day", "cost of shortening by one day")):
+            b.add_param(name, data[name], ("activities",), unit, text)
+        b.add_param("deadline", data["deadline"], (), "days", "latest allowed finish")
+        start = b.add_vars("start", ("activities",), description="start day", unit="days")
+        cut = b.add_vars("cut", ("activities",), description="days an activity is shortened", unit="days")
+        b.con_group("crash_limit", ("activities",), "no activity shorter than its crash duration")
+        b.con_group("finish", ("activities",), "every activity ends by the deadline")
+        for a in acts:
+            b.add_constr("crash_limit", (a,), [(cut[(a,)], 1)], "<=", data["normal"][a] - data["crash"][a])
+            b.add_constr("finish", (a,), [(start[(a,)], 1), (cut[(a,)], -1)], "<=",
+                         data["deadline"] - data["normal"][a])
+        b.con_group("precedence", ("links",), "an activity starts once its predecessor has ended")
+        for p, a in links:
+            b.add_constr("precedence", (f"{p}__{a}",), [(start[(a,)], 1), (start[(p,)], -1), (cut[(p,)], 1)],
+                         ">=", data["normal"][p])
+        b.set_objective("minimize", [(cut[(a,)], data["cost"][a]) for a in acts],
+                        description="crashing cost (thousand $)")
+        return b.build()
+
+    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
+        n = number_text
+        v = _DOMAINS[domain]
+        acts, pred = data["activities"], data["pred"]
+        deps = "; ".join(f"{a} needs {join(pred[a])} finished" for a in acts if pred[a])
+        durs = "; ".join(f"{a} {n(data['normal'][a])} days (at best {n(data['crash'][a])})" for a in acts)
+        price = ", ".join(f"{a} ${thousands(data['cost'][a] * 1000)}" for a in acts)
+        goal = f"{v['who'].capitalize()} must {v['goal']} within {n(data['deadline'])} days of the start."
+        if template == 0:
+            return (f"{goal} Activities and their normal durations, with the shortest possible in brackets: {durs}. "
+                    f"Precedences: {deps}. Shortening an activity costs, per day saved: {price}; any fraction of a "
+                    "day may be saved. What is the cheapest way to meet the deadline (in thousand dollars)?")
+        if template == 1:
+            rows = [[a, data["normal"][a], data["crash"][a], data["cost"][a], ", ".join(pred[a]) or "-"]
+                    for a in acts]
+            head = ["Activity", "Normal (days)", "Crash (days)", "Cost per day saved ($k)", "Predecessors"]
+            return (f"Project crashing for {domain}.\n\n{table(head, rows)}\n\n{goal} Durations may be shortened "
+                    "continuously down to the crash duration. Minimise the total crashing cost.")
+        if template == 2:
+            return (f"The plan for {domain} has slipped. {goal} The activities take {durs}, and {deps}. Extra crews "
+                    f"and overtime shorten an activity at {price} per day saved. Which activities should be sped "
+                    "up, and by how much, to finish on time at the least cost?")
+        return (f"Minimise the cost of meeting a {n(data['deadline'])}-day deadline. Durations: {durs}. Order: "
+                f"{deps}. Cost per day saved (thousand $): "
+                + ", ".join(f"{a} {n(data['cost'][a])}" for a in acts) + ". Fractional days are allowed.")
