@@ -2,7 +2,8 @@
 per-element bounds (with infinite entries), continuous / integer / binary, a scalar variable, a sparse variable
 group, <=, >= and ==, rows over a key list and written-out rows, an objective constant, minimise and maximise,
 a concave quadratic objective under maximisation, element names with quotes and spaces, and identifiers that
-collide with the programs' own handles (``m``, ``model``, ``sum``). Each program runs in the sandbox and must
+collide with the programs' own handles (``m``, ``model``, ``sum``) or are Python keywords (a constraint group
+``or``: a Pyomo component must not become ``model.or``). Each program runs in the sandbox and must
 reproduce the two-solver ground truth.
 """
 
@@ -63,9 +64,9 @@ def feature_model(kind: str) -> Model:
         for k in M:
             b.add_constr("route_limit", (c, k), [(route[(c, k)], 1), (count[(k,)], -1)], "<=", 0)
     # Irregular rows: no template reproduces them, so they are written out.
-    b.con_group("odd", (), "irregular rows")
-    b.add_constr("odd", ("first",), [(route[(CITIES[2], "a")], 2.5), (count[("b",)], -1)], "<=", 1.5)
-    b.add_constr("odd", ("second",), [(route[(CITIES[2], "b")], 1), (route[(CITIES[0], "a")], 1)], ">=", 0.5)
+    b.con_group("or", (), "irregular rows, in a group named like a Python keyword")
+    b.add_constr("or", ("first",), [(route[(CITIES[2], "a")], 2.5), (count[("b",)], -1)], "<=", 1.5)
+    b.add_constr("or", ("second",), [(route[(CITIES[2], "b")], 1), (route[(CITIES[0], "a")], 1)], ">=", 0.5)
     objective = [*((v, 1.0) for v in ship.values()), (slack, -0.5), *((v, 3) for v in route.values()),
                  *((v, 2) for v in count.values())]
     if opened:

@@ -8,6 +8,7 @@ mixed-integer quadratic model is solved with ``gurobi_direct``.
 from __future__ import annotations
 
 import json
+import keyword
 import sys
 
 from solvers.ir import VarType
@@ -58,7 +59,8 @@ class PyomoRenderer(Renderer):
     api = "pyomo"
 
     def render(self, model, question: str | None = None) -> str:  # type: ignore[no-untyped-def]
-        self.components = Namespace(_model_attributes() | {"obj"})
+        # Keywords too: ``model.or = Constraint(...)`` is a syntax error (a constraint group named "or").
+        self.components = Namespace(_model_attributes() | {"obj"} | set(keyword.kwlist))
         self.comp: dict[str, str] = {}
         return super().render(model, question)
 
