@@ -16,7 +16,7 @@ from rich.console import Console
 from solvers.errors import FlywheelError
 
 # Command modules, in the order their commands appear in --help. Each defines register(app: typer.Typer).
-COMMAND_MODULES = ("round", "sql", "sandbox", "contracts", "store", "datasets", "export", "policy", "models", "train", "kernels",
+COMMAND_MODULES = ("round", "sql", "generators", "sandbox", "contracts", "store", "datasets", "export", "policy", "models", "train", "kernels",
                    "evaluate", "report", "config")
 
 app = typer.Typer(
