@@ -5,7 +5,9 @@ continuous variables (x = k x', see ``_scale_columns``), the direction
 and scale of rows (rows become ranges divided by their largest |coefficient|), equalities written as two
 inequalities (parallel rows merge by intersecting their ranges), one-variable rows (they become bounds), slack and
 surplus columns (a continuous, cost-free column in a single row widens that row's range instead) and integer
-bounds (rounded inwards). What is left is compared up to a permutation of rows and columns.
+bounds (rounded inwards). For comparing two models (``reformulate=True``, what ``compare_models`` uses for the exact
+and WL layers) also a substituted defined variable, a split free variable, fixed columns and row sides the bounds
+imply (``reformulate.py``). What is left is compared up to a permutation of rows and columns.
 
 Exact hash: colour refinement of the bipartite variable-constraint graph (labels: bounds, integrality, costs,
 coefficients), ties broken by individualising one vertex at a time, then the matrix written in that order. Equal
