@@ -210,10 +210,90 @@ def relaxed_integrality(m: Model, rng: np.random.Generator) -> Model | None:
     return _rebuild(m, variables=variables)
 
 
+def _define(m: Model, rng: np.random.Generator, lb: float | None, offset: float = 0.0,
+            miss: bool = False) -> Model | None:
+    """y = expr + offset as a variable and an equality, and y in place of expr in one multi-term row (``miss``: one
+    coefficient of the definition is wrong by 10%)."""
+    multi = _multi(m)
+    if lb is not None:  # y >= lb is a new constraint unless expr >= lb anyway: only rows where it is (>= 0 terms)
+        bounds = {v.name: v.lb for v in m.variables}
+        multi = [i for i in multi if lb == 0.0 and all(a > 0 and (bounds[n] or 0.0) >= 0 and bounds[n] is not None
+                                                        for n, a in m.constraints[i].terms)]
+    if not multi:
+        return None
+    i = int(rng.choice(multi))
+    c = m.constraints[i]
+    terms = list(c.terms)
+    if miss:
+        k = int(rng.integers(len(terms)))
+        terms[k] = (terms[k][0], terms[k][1] * 1.1)
+    y = f"def_{i}"
+    define = Constraint(name=f"define_{i}", group="define", terms=((y, 1.0), *((v, -a) for v, a in terms)),
+                        sense=ConSense.EQ, rhs=offset)
+    cons = [*m.constraints[:i], c.model_copy(update={"terms": ((y, 1.0),), "rhs": c.rhs + offset}),
+            *m.constraints[i + 1:], define]
+    groups = (*m.var_groups, VarGroup(name="define"))
+    return _rebuild(m, variables=(*m.variables, Variable(name=y, group="define", lb=lb)), constraints=cons,
+                    var_groups=groups)
+
+
+def defined_variable(m: Model, rng: np.random.Generator) -> Model | None:
+    return _define(m, rng, lb=None)
+
+
+def _split(m: Model, rng: np.random.Generator, vtype: VarType) -> Model | None:
+    """x = xp - xm for up to two variables of ``vtype`` (xp, xm >= 0), x's own bounds kept as rows on xp - xm."""
+    quad = {n for a, b, _ in m.objective.quadratic for n in (a, b)}
+    pool = [v for v in m.variables if v.vtype == vtype and v.name not in quad]
+    if not pool:
+        return None
+    chosen = {pool[int(k)].name for k in rng.choice(len(pool), size=min(2, len(pool)), replace=False)}
+    variables, extra = [], []
+    for v in m.variables:
+        if v.name not in chosen:
+            variables.append(v)
+            continue
+        p, q = v.model_copy(update={"name": v.name + "_p", "lb": 0.0, "ub": None}), \
+            v.model_copy(update={"name": v.name + "_m", "lb": 0.0, "ub": None})
+        variables += [p, q]
+        pair = ((p.name, 1.0), (q.name, -1.0))
+        if v.lb is not None:
+            extra.append(Constraint(name=f"{v.name}_lb", group="split", terms=pair, sense=ConSense.GE, rhs=v.lb))
+        if v.ub is not None:
+            extra.append(Constraint(name=f"{v.name}_ub", group="split", terms=pair, sense=ConSense.LE, rhs=v.ub))
+
+    def sub(terms: tuple) -> tuple:
+        out = []
+        for n, a in terms:
+            out += [(n + "_p", a), (n + "_m", -a)] if n in chosen else [(n, a)]
+        return tuple(out)
+
+    cons = [c.model_copy(update={"terms": sub(c.terms)}) for c in m.constraints] + extra
+    obj = m.objective.model_copy(update={"terms": sub(m.objective.terms)})
+    return _rebuild(m, variables=variables, constraints=cons, objective=obj)
+
+
+def split_free_variable(m: Model, rng: np.random.Generator) -> Model | None:
+    return _split(m, rng, VarType.CONTINUOUS)
+
+
+def objective_as_variable(m: Model, rng: np.random.Generator) -> Model | None:
+    """minimise z with z = c.x + k: the objective written as a free variable and its definition."""
+    if m.objective.quadratic or not m.objective.terms:
+        return None
+    z = Variable(name="obj_value", group="define", lb=None)
+    define = Constraint(name="define_obj", group="define", sense=ConSense.EQ, rhs=m.objective.constant,
+                        terms=((z.name, 1.0), *((v, -a) for v, a in m.objective.terms)))
+    obj = m.objective.model_copy(update={"terms": ((z.name, 1.0),), "constant": 0.0})
+    return _rebuild(m, variables=(*m.variables, z), constraints=(*m.constraints, define), objective=obj,
+                    var_groups=(*m.var_groups, VarGroup(name="define")))
+
+
 EQUIVALENT: dict[str, Transform] = {
     "slack_variables": slack_variables, "rescaled_rows": rescaled_rows, "permuted_renamed": permuted_renamed,
     "split_equalities": split_equalities, "bounds_as_rows": bounds_as_rows,
     "valid_inequalities": valid_inequalities, "combined": combined,
+    "objective_as_variable": objective_as_variable, "split_free_variable": split_free_variable,
 }
 DIFFERENT: dict[str, Transform] = {
     "dropped_constraint": dropped_constraint, "changed_coefficient": changed_coefficient,
@@ -274,14 +354,39 @@ def scaled_near_miss(m: Model, rng: np.random.Generator) -> Model | None:
     return _scale_vars(m, rng, skip_one=True)
 
 
+def defined_variable_bounded(m: Model, rng: np.random.Generator) -> Model | None:
+    """y >= 0, as a library's default bound gives it (implied by the definition only where expr >= 0)."""
+    return _define(m, rng, lb=0.0)
+
+
+def defined_with_offset(m: Model, rng: np.random.Generator) -> Model | None:
+    return _define(m, rng, lb=None, offset=float(rng.choice([-5.0, 2.5, 100.0])))
+
+
+def split_integer_variable(m: Model, rng: np.random.Generator) -> Model | None:
+    return _split(m, rng, VarType.INTEGER)
+
+
+def split_then_reordered(m: Model, rng: np.random.Generator) -> Model | None:
+    cand = _split(m, rng, VarType.CONTINUOUS)
+    return None if cand is None else permuted_renamed(rescaled_rows(cand, rng), rng)
+
+
+def defined_near_miss(m: Model, rng: np.random.Generator) -> Model | None:
+    return _define(m, rng, lb=None, miss=True)
+
+
 HELD_OUT_EQUIVALENT: dict[str, Transform] = {
     "scaled_variables": scaled_variables, "scaled_vars_rows_reordered": scaled_vars_rows_reordered,
-    "scaled_vars_with_slacks": scaled_vars_with_slacks,
+    "scaled_vars_with_slacks": scaled_vars_with_slacks, "defined_variable_bounded": defined_variable_bounded,
+    "defined_with_offset": defined_with_offset, "defined_variable": defined_variable,
+    "split_integer_variable": split_integer_variable, "split_then_reordered": split_then_reordered,
 }
-HELD_OUT_DIFFERENT: dict[str, Transform] = {"scaled_near_miss": scaled_near_miss}
+HELD_OUT_DIFFERENT: dict[str, Transform] = {"scaled_near_miss": scaled_near_miss,
+                                            "defined_near_miss": defined_near_miss}
 # The label check compares variable by name, so a near miss is checked against its correctly scaled twin (the
 # same rng draws the same variables and factors before the near miss draws which row to get wrong).
-LABEL_TWIN: dict[str, Transform] = {"scaled_near_miss": scaled_variables}
+LABEL_TWIN: dict[str, Transform] = {"scaled_near_miss": scaled_variables, "defined_near_miss": defined_variable}
 
 
 def _gurobi(m: Model, env):  # noqa: ANN001, ANN202

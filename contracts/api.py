@@ -1,7 +1,9 @@
 """The authoring API: ``@contract`` turns a plain function over a sample into a registered, versioned check.
 
 A check returns a ``Verdict``; a repair (``severity="repair"``) returns a ``Repair`` (new code plus what changed) or
-``None`` when it has nothing to fix. The version of a contract is a hash of its source and its parameters, so
+``None`` when it has nothing to fix. A check that needs the answer says so (``answer_aware=True``) and receives it as
+an explicit argument, ``fn(sample, answer, **params)``; contracts from user files run only in the blind process
+(``contracts.blind``), where that argument is the one way the answer arrives. The version of a contract is a hash of its source and its parameters, so
 changing either gives new verdicts a new version and old verdicts stay attributable.
 """
 
@@ -102,14 +104,14 @@ class Contract:
     params: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     source: str = ""  # where it was defined (module or file), for `contracts list`
+    answer_aware: bool = False  # called as fn(sample, answer, **params): the answer is an explicit argument
 
     @cached_property
     def version(self) -> str:
         """Hash of the function's source and the bound parameters (12 hex digits)."""
-        try:
-            code = textwrap.dedent(inspect.getsource(self.fn))
-        except (OSError, TypeError):  # defined in a REPL: fall back to the bytecode
-            code = repr(self.fn.__code__.co_code)
+        code = getattr(self.fn, "source_text", "")  # a user file's function: its source, as the blind process read it
+        if not code:
+            code = function_source(self.fn)
         payload = code + "\n" + canonical_json(self.params)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
@@ -121,8 +123,18 @@ class Contract:
             raise unknown_name(f"parameter of contract {self.name}", name, list(self.params))
         return replace(self, params={**self.params, **params})
 
-    def __call__(self, sample: Any) -> Any:
+    def __call__(self, sample: Any, answer: Any = None) -> Any:
+        if self.answer_aware:
+            return self.fn(sample, answer, **self.params)
         return self.fn(sample, **self.params)
+
+
+def function_source(fn: ContractFn) -> str:
+    """The dedented source of ``fn`` (what its version hashes); the bytecode where no source exists (a REPL)."""
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return repr(fn.__code__.co_code)
 
 
 REGISTRY: dict[str, Contract] = {}
@@ -135,12 +147,15 @@ def contract(
     severity: Severity | str = Severity.REJECT,
     cost: float = 1.0,
     description: str = "",
+    answer_aware: bool = False,
     **params: Any,
 ) -> Callable[[ContractFn], Contract]:
     """Decorator: register ``fn(sample, **params) -> Verdict`` (or ``-> Repair | None`` for repairs).
 
     Keyword arguments other than the metadata are the contract's parameters and their defaults; a suite can
-    override them. Repairs must run before execution and receive a ``BlindSample`` (no ground truth).
+    override them. Repairs must run before execution and receive a ``BlindSample`` (no ground truth). An
+    ``answer_aware`` check is called ``fn(sample, answer, **params)`` with the problem's ``Answer`` (ground truth and
+    reference model); it cannot be a repair: what it returns is a verdict, never code.
     """
 
     def wrap(fn: ContractFn) -> Contract:
@@ -148,10 +163,13 @@ def contract(
         stg = Stage(stage)
         if sev == Severity.REPAIR and stg != Stage.BEFORE:
             raise FlywheelError("a repair contract must run before execution", culprit=f"contract {fn.__name__}")
+        if sev == Severity.REPAIR and answer_aware:
+            raise FlywheelError("a repair never sees the answer: it cannot be answer_aware",
+                                culprit=f"contract {fn.__name__}")
         doc = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ")
         spec = Contract(name=name or fn.__name__, fn=fn, stage=stg, severity=sev, cost=float(cost),
                         params=dict(params), description=description or doc,
-                        source=getattr(fn, "__module__", "") or "")
+                        source=getattr(fn, "__module__", "") or "", answer_aware=bool(answer_aware))
         _register(spec)
         return spec
 
@@ -161,7 +179,8 @@ def contract(
 def _register(spec: Contract) -> None:
     old = REGISTRY.get(spec.name)
     if old is not None and old.source != spec.source:
-        where = getattr(sys.modules.get(old.source), "__file__", None) or old.source
+        where = (getattr(old.fn, "path", None) or getattr(sys.modules.get(old.source), "__file__", None)
+                 or old.source)
         raise FlywheelError(f"contract {spec.name!r} is already defined in {where}",
                             culprit=f"contract {spec.name}")
     REGISTRY[spec.name] = spec  # re-loading the same file replaces its own definition

@@ -1,8 +1,10 @@
 """The engine: run a suite over samples, record one verdict row per sample x contract.
 
-Order within a sample: answer-blind repairs first (run in a spawned process that receives only the
+Order within a sample: answer-blind repairs first (run in a jailed process that receives only the
 ``BlindSample``, batched over the round), then before-execution checks cheapest first, then (once the
-sandbox has run the possibly repaired program) after-execution checks cheapest first. The first failing
+sandbox has run the possibly repaired program) after-execution checks cheapest first. Checks from user contract files
+run in the jailed processes too (``contracts.blind``), batched per stage over the samples still in play; their
+verdicts are then recorded in the same order as every other check's. The first failing
 ``reject`` contract short-circuits the rest, which are recorded as ``skip`` rows naming it. A contract that raises
 becomes a ``contract_error`` row and the run goes on; it never rejects a sample on its own, so one broken user
 contract cannot empty a round.
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.api import Contract, Outcome, Repair, Severity, Stage, Verdict
-from contracts.blind import run_repairs
+from contracts.blind import is_user, run_checks, run_repairs
 from contracts.sample import Sample, with_code
 from contracts.suites import Suite
 from contracts.verdicts import DisputeRow, RepairRecord, VerdictRow, evidence_json, verdict_id
@@ -131,7 +133,8 @@ def run_suite(
                 else:
                     _apply_repair(r, c, out, seconds, ctx)
     checks = [c for c in before if c.severity != Severity.REPAIR]
-    _map(lambda r: _run_stage(r, checks, ctx), results, workers, progress)
+    ready = _user_checks(checks, [r for r in results if r.status != REJECTED])
+    _map(lambda r: _run_stage(r, checks, ctx, ready), results, workers, progress)
 
     needs_run = [r for r in results if r.status != REJECTED and after and r.sample.execution is None]
     if needs_run:
@@ -140,7 +143,8 @@ def run_suite(
         for r, ex in zip(needs_run, executions, strict=True):
             r.sample = Sample(problem=r.sample.problem, attempt=_with_extracted_code(r.sample).attempt, execution=ex)
 
-    _map(lambda r: _run_stage(r, after, ctx), results, workers, progress)
+    ready = _user_checks(after, [r for r in results if r.status != REJECTED and not _not_the_program(r)])
+    _map(lambda r: _run_stage(r, after, ctx, ready), results, workers, progress)
     return SuiteReport(suite=suite.name, results=results)
 
 
@@ -150,10 +154,12 @@ def run_contract(c: Contract, sample: Sample) -> tuple[Verdict | Repair | None, 
     if c.severity == Severity.REPAIR:
         ((out, seconds, error),) = run_repairs([c], [sample.blind()])[0]
         return out, seconds, error
-    arg: Any = sample
+    if is_user(c):  # a user file's check: in the blind (or, answer-aware, the answer) process
+        ((verdict, seconds, error),) = run_checks([c], [sample])[0]
+        return verdict, seconds, error
     start = time.perf_counter()
     try:
-        out = c(arg)
+        out = c(sample.blind(with_execution=True), sample.answer()) if c.answer_aware else c(sample)
     except Exception as exc:  # any fault in a contract becomes a contract_error row, never a crash
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc} (line {tb.lineno})"
@@ -198,7 +204,26 @@ def _with_extracted_code(sample: Sample) -> Sample:
     return with_code(sample, sample.code)
 
 
-def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx) -> None:
+Ready = dict[tuple[int, str], tuple[Verdict | None, float, str | None]]
+
+
+def _user_checks(contracts: list[Contract], results: list[SampleResult]) -> Ready:
+    """The user files' checks of one stage, run ahead in one batch per process over the samples still in play (a
+    result that a cheaper contract's rejection makes moot is computed, then recorded as skipped, never used)."""
+    user = [c for c in contracts if is_user(c)]
+    if not user or not results:
+        return {}
+    rows = run_checks(user, [r.sample for r in results])
+    return {(id(r), c.name): out for r, row in zip(results, rows, strict=True) for c, out in zip(user, row,
+                                                                                                 strict=True)}
+
+
+def _not_the_program(result: SampleResult) -> bool:
+    ex = result.sample.execution
+    return ex is not None and ex.status in NOT_THE_PROGRAM
+
+
+def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx, ready: Ready | None = None) -> None:
     ex = result.sample.execution
     if contracts and contracts[0].stage == Stage.AFTER and ex is not None and ex.status in NOT_THE_PROGRAM:
         result.status = INFRA_ERROR
@@ -211,7 +236,8 @@ def _run_stage(result: SampleResult, contracts: list[Contract], ctx: _Ctx) -> No
             _record(result, c, Verdict.skipped(f"short-circuited by {result.rejected_by}",
                                                short_circuit=result.rejected_by), 0.0, ctx)
             continue
-        out, seconds, error = run_contract(c, result.sample)
+        pre = (ready or {}).get((id(result), c.name))
+        out, seconds, error = pre if pre is not None else run_contract(c, result.sample)
         if error is not None:
             _record(result, c, Verdict(outcome=Outcome.CONTRACT_ERROR, message=error), seconds, ctx)
             continue

@@ -13,16 +13,12 @@ A Python suite file defines contracts with ``@contract`` and optionally ``SUITE 
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from contracts.api import REGISTRY, Contract, Severity, get_contract, load_builtins
+from contracts.api import REGISTRY, Contract, Severity, Stage, _register, get_contract, load_builtins
 from solvers.config import load_toml
 from solvers.errors import ConfigError, FlywheelError, nearest, unknown_name
 from solvers.registry import by_name
@@ -70,29 +66,53 @@ def suite_names() -> list[str]:
     return sorted(SUITES)
 
 
-def load_contract_file(path: str | Path) -> tuple[ModuleType, list[Contract]]:
-    """Import a user contract file by path; returns the module and the contracts it defined.
+@dataclass(frozen=True)
+class UserFile:
+    """A user contract file as the parent knows it: the blind process executed it (``contracts.blind``); here are
+    only its path, its module name and its ``SUITE`` (resolved against the registry), never its code."""
 
-    The module name is derived from the absolute path, so loading the same file twice replaces its contracts
-    instead of clashing with them.
+    path: str
+    module: str
+    suite: Suite | None = None
+
+
+def load_contract_file(path: str | Path) -> tuple[UserFile, list[Contract]]:
+    """Load a user contract file by path; returns the file and the contracts it defined.
+
+    The file is executed only in the blind process, where no ground truth, store or environment exists; the parent
+    registers stand-ins (``UserFn``) carrying each contract's metadata and source. The module name is derived from
+    the absolute path, so loading the same file twice replaces its contracts instead of clashing with them.
     """
+    from contracts import blind
+
     load_builtins()
     p = Path(path).expanduser().resolve()
     if not p.is_file():
         raise FlywheelError("contract file not found", culprit=str(path))
-    mod_name = "flywheel_user_contracts_" + hashlib.sha256(str(p).encode()).hexdigest()[:10]
-    spec = importlib.util.spec_from_file_location(mod_name, p)
-    if spec is None or spec.loader is None:
+    if p.suffix != ".py":
         raise FlywheelError("not a Python file", culprit=str(path))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
-    except FlywheelError:
-        raise
-    except Exception as exc:
-        raise FlywheelError(f"failed to load: {type(exc).__name__}: {exc}", culprit=str(path)) from exc
-    return module, [c for c in REGISTRY.values() if c.source == mod_name]
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlywheelError(f"cannot read: {exc}", culprit=str(path)) from exc
+    info = blind.load_file(str(p), text)
+    mod_name = blind.module_name(str(p))
+    for name in [n for n, c in REGISTRY.items() if c.source == mod_name]:
+        del REGISTRY[name]  # re-loading the file replaces its own definitions
+    defined = []
+    for m in info["contracts"]:
+        spec = Contract(name=m["name"], fn=blind.UserFn(str(p), m["name"], m["source_text"]),
+                        stage=Stage(m["stage"]), severity=Severity(m["severity"]), cost=float(m["cost"]),
+                        params=dict(m["params"]), description=m["description"], source=mod_name,
+                        answer_aware=bool(m["answer_aware"]))
+        _register(spec)
+        defined.append(spec)
+    suite = None
+    if info["suite"] is not None:
+        s = info["suite"]
+        suite = Suite(name=s["name"], description=s["description"], contracts=tuple(
+            replace(get_contract(n), params=dict(params), severity=Severity(sev)) for n, params, sev in s["entries"]))
+    return UserFile(path=str(p), module=mod_name, suite=suite), defined
 
 
 def load_suite(spec: str, contract_files: tuple[str | Path, ...] | list[str | Path] = ()) -> Suite:
@@ -117,10 +137,9 @@ def load_suite(spec: str, contract_files: tuple[str | Path, ...] | list[str | Pa
 
 def _resolve(spec: str) -> Suite:
     if spec.endswith(".py"):
-        module, defined = load_contract_file(spec)
-        suite = getattr(module, "SUITE", None)
-        if isinstance(suite, Suite):
-            return suite
+        user, defined = load_contract_file(spec)
+        if user.suite is not None:
+            return user.suite
         if not defined:
             raise FlywheelError("defines no contracts and no SUITE", culprit=spec)
         return Suite(name=Path(spec).stem, contracts=tuple(defined))

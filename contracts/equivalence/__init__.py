@@ -45,7 +45,7 @@ def compare_models(reference: ModelLike, candidate: ModelLike, *, candidate_sens
     """Decide equivalence; ``layers`` restricts which layers may decide (the bench measures each alone)."""
     t0 = time.perf_counter()
     ref_std, cand_std = to_std(reference), to_std(candidate, candidate_sense)
-    ref, cand = canonicalize(ref_std), canonicalize(cand_std)
+    ref, cand = canonicalize(ref_std, reformulate=True), canonicalize(cand_std, reformulate=True)
     ev: dict[str, Any] = {"ref_size": [ref.model.n_vars, ref.model.n_rows],
                           "cand_size": [cand.model.n_vars, cand.model.n_rows]}
     if "exact" in layers:

@@ -5,7 +5,9 @@ continuous variables (x = k x', see ``_scale_columns``), the direction
 and scale of rows (rows become ranges divided by their largest |coefficient|), equalities written as two
 inequalities (parallel rows merge by intersecting their ranges), one-variable rows (they become bounds), slack and
 surplus columns (a continuous, cost-free column in a single row widens that row's range instead) and integer
-bounds (rounded inwards). What is left is compared up to a permutation of rows and columns.
+bounds (rounded inwards). For comparing two models (``reformulate=True``, what ``compare_models`` uses for the exact
+and WL layers) also a substituted defined variable, a split free variable, fixed columns and row sides the bounds
+imply (``reformulate.py``). What is left is compared up to a permutation of rows and columns.
 
 Exact hash: colour refinement of the bipartite variable-constraint graph (labels: bounds, integrality, costs,
 coefficients), ties broken by individualising one vertex at a time, then the matrix written in that order. Equal
@@ -21,6 +23,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from contracts.equivalence.reformulate import (
+    drop_implied_sides,
+    merge_split_columns,
+    orient_columns,
+    remove_fixed_columns,
+    substitute_defined,
+)
 from contracts.equivalence.stdform import INF, StdModel
 
 # Labels are rounded to 9 significant digits: rescaled rows must hash equal after a division that is exact only
@@ -45,9 +54,11 @@ class Canonical:
     infeasible: bool = False  # presolve proved infeasibility (an empty row whose range excludes 0, crossed bounds)
 
 
-def canonicalize(src: StdModel, scale_columns: bool = True) -> Canonical:
+def canonicalize(src: StdModel, scale_columns: bool = True, reformulate: bool = False) -> Canonical:
     """``scale_columns=False`` keeps the columns in the program's own units (the semantic layer maps solutions
-    between the two models by variable, so both must be in their original units)."""
+    between the two models by variable, so both must be in their original units). ``reformulate`` also undoes a
+    substituted defined variable and a split free variable (``reformulate.py``); it removes columns whose values
+    then follow from others, so it is for comparing models, not for mapping solutions."""
     m = src.copy()
     if m.maximize:
         m.obj = {j: -c for j, c in m.obj.items()}
@@ -62,9 +73,16 @@ def canonicalize(src: StdModel, scale_columns: bool = True) -> Canonical:
     for _ in range(_MAX_PASSES):
         changed, bad = _presolve_pass(m)
         infeasible |= bad
+        # one reformulation at a time, and only at a fixpoint of the plain presolve: x+ - x- >= 0 must be a bound
+        # again before an implied-free test reads the merged column's bounds
+        if reformulate and not changed:
+            changed = (drop_implied_sides(m) or remove_fixed_columns(m) or merge_split_columns(m)
+                       or substitute_defined(m))
         if not changed:
             break
     _drop_unused_columns(m)
+    if reformulate:
+        orient_columns(m)
     if scale_columns:
         _scale_columns(m)
     _orient_rows(m)

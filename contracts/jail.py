@@ -1,0 +1,77 @@
+"""Where the blind process (``contracts.blind``) runs: the sandbox's own layers, applied to one warm interpreter.
+
+Outside (the command line, ``command``): bubblewrap where it works (``solvers.sandbox.pool.bwrap_command``, the
+sandbox workers' own mount plan): a new network, pid, ipc and uts namespace, a cleared environment, only the system,
+the interpreter, the virtualenv and the ``solvers`` and ``contracts`` packages bound read-only, and a private tmpfs
+for ``/tmp``, ``/run`` and ``/dev/shm``. The store, the user's home, the repository's other directories and every
+other host path do not exist in there. Without bubblewrap: a scrubbed environment and a private working directory
+only (reading host files is then possible; ``isolation`` says so).
+
+Inside (``lock_down``, once the child has imported what it needs): an unprivileged uid (as root; it drops every
+capability), RLIMIT_FSIZE 0 (no file can be written, so nothing passes through a file to another process),
+RLIMIT_NPROC and no core dumps, a new network namespace where bubblewrap gave none, and the sandbox's seccomp filter
+(no IP, netlink or packet sockets; no ptrace, mount or namespaces).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import tempfile
+from pathlib import Path
+
+# One fixed unprivileged uid per role: the blind process and the answer process never share one, so neither can
+# signal or read the other's /proc even where they share a pid namespace (no bubblewrap).
+UIDS = {"blind": 64_990, "answer": 64_991}
+NPROC = 32  # threads count too; the child is single-threaded, a library may start a few
+CLONE_NEWNET = 0x40000000
+
+
+def command(role: str) -> tuple[list[str], dict[str, str] | None, str | None, list[str]]:
+    """``(argv, env, cwd, layers)`` to start ``python -m contracts.blind ROLE`` in its jail."""
+    from solvers.sandbox.pool import bwrap_command, bwrap_works
+
+    bwrapped = bwrap_works()
+    argv = [sys.executable, "-m", "contracts.blind", role, "bwrap" if bwrapped else "process"]
+    if bwrapped:
+        here = str(Path(__file__).resolve().parent)
+        cmd = bwrap_command([], {}, caps=os.geteuid() == 0) + ["--ro-bind", here, here]
+        return cmd + argv, None, None, ["bwrap", "netns", "pidns", "ro-system", "tmpfs"]
+    work = tempfile.mkdtemp(prefix="flywheel-blind-")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    return argv, env, work, ["process", "clean-env"]
+
+
+def lock_down(role: str, bwrapped: bool) -> list[str]:
+    """Apply the in-process layers to the calling (single-threaded) child; returns the ones in force."""
+    from solvers.sandbox import seccomp
+
+    layers = []
+    if os.geteuid() == 0 and (bwrapped or _traversable()):
+        if not bwrapped:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(CLONE_NEWNET) == 0:
+                layers.append("netns")
+        os.setgroups([])
+        os.setgid(UIDS[role])
+        os.setuid(UIDS[role])  # a non-zero uid without keep-caps: every capability is gone
+        layers.append("uid")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
+    layers.append("rlimits")
+    if seccomp.supported():
+        seccomp.install()
+        layers.append("seccomp")
+    return layers
+
+
+def _traversable() -> bool:
+    """Without bubblewrap the child reads the interpreter and the packages from the host: drop the uid only where
+    another uid can reach them (as the sandbox's workers decide it)."""
+    from solvers.sandbox.pool import _repo_paths, _world_traversable
+
+    return all(_world_traversable(p) for p in [*_repo_paths(), str(Path(__file__).resolve().parent)])
