@@ -60,10 +60,13 @@ class Namespace:
         return self.claim(base[0])
 
 
+_json_str = json.encoder.encode_basestring_ascii
+
+
 def lit(value: object) -> str:
     """A Python literal for a key element or a number, as it appears in the program."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return _json_str(value)  # what json.dumps(value) returns for a str, without the encoder's dispatch
     if isinstance(value, tuple):
         return "(" + ", ".join(lit(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, bool):
