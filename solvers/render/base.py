@@ -163,16 +163,36 @@ def _compact(program: str, report: list[str]) -> str:
     Comments are found with ``tokenize`` (a ``#`` inside a string literal, e.g. a product named "No. #3", stays).
     """
     head = program.split(SOLVE_MARK)[0] + "\n".join(report) + "\n"
-    drop: dict[int, int] = {}  # line number (1-based) -> column where its comment starts
-    for tok in tokenize.generate_tokens(io.StringIO(head).readline):
-        if tok.type == tokenize.COMMENT:
-            drop[tok.start[0]] = tok.start[1]
+    drop = comment_columns(head)
     lines = []
     for n, line in enumerate(head.split("\n"), 1):
         line = line[: drop[n]].rstrip() if n in drop else line.rstrip()
         if line:
             lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+# Everything up to a line's first comment: code outside strings, and complete one-line string literals.
+_UP_TO_COMMENT = re.compile(r"""(?:[^'"#\n]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*#""")
+
+
+def comment_columns(source: str) -> dict[int, int]:
+    """Line number (1-based) -> column where its comment starts, as ``tokenize`` reports ``COMMENT`` tokens.
+
+    ``tokenize`` is pure Python and took half of every render; a rendered program has no string spanning lines
+    (no triple quotes, no backslash-newline inside a string), so each line is scanned alone with one regex. A
+    source that has either falls back to ``tokenize``.
+    """
+    if '"""' in source or "'''" in source or "\\\n" in source:
+        return {tok.start[0]: tok.start[1] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT}
+    drop: dict[int, int] = {}
+    for n, line in enumerate(source.split("\n"), 1):
+        if "#" in line:
+            found = _UP_TO_COMMENT.match(line)
+            if found:
+                drop[n] = found.end() - 1
+    return drop
 
 
 def index_args(g: VarGroupPlan) -> str:
