@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class AmbulanceLocation(Family):
     name = "ambulance_location"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"ambulance service": "public services", "fire brigade": "public services",
                "rural clinics": "health care"}
     techniques = ("set_partitioning_covering",)

@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Assignment(Family):
     name = "assignment"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"consulting firm": "finance", "machine shop": "manufacturing", "translation agency": "public services"}
     techniques = ("set_partitioning_covering",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

@@ -52,9 +52,7 @@ def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
 @register
 class BinPacking(Family):
     name = "bin_packing"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"truck loading": "logistics", "cloud hosting": "telecom", "lumber cutting": "manufacturing"}
     techniques = ("set_partitioning_covering", "fixed_charge")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

@@ -44,9 +44,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Blending(Family):
     name = "blending"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"steel foundry": "manufacturing", "oil refinery": "energy", "juice bottler": "agriculture"}
     techniques = ("ratio_percentage",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

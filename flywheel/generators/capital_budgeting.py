@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class CapitalBudgeting(Family):
     name = "capital_budgeting"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"venture fund": "finance", "city infrastructure": "public services", "network upgrade": "telecom"}
     techniques = ("either_or_if_then",)
     template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "units"),

@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class CashFlowMatching(Family):
     name = "cash_flow_matching"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"pension fund": "finance", "lottery payout": "finance", "insurance reserve": "finance"}
     techniques = ("multi_period_balance", "ratio_percentage")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))

@@ -42,11 +42,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Diet(Family):
     name = "diet"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"hospital menu": "health care", "livestock feed": "agriculture", "fertiliser mix": "agriculture"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

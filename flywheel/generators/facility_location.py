@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class FacilityLocation(Family):
     name = "facility_location"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"retail distribution": "retail", "cloud computing": "telecom", "public health": "health care"}
     techniques = ("fixed_charge", "big_m_indicator")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

@@ -37,9 +37,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class FixedChargeNetwork(Family):
     name = "fixed_charge_network"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"bakery distribution": "retail", "regional freight": "logistics", "fuel supply": "energy"}
     techniques = ("fixed_charge", "big_m_indicator")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))

@@ -32,9 +32,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class GoalProgramming(Family):
     name = "goal_programming"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"furniture maker": "manufacturing", "organic farm": "agriculture", "gift shop workshop": "retail"}
     techniques = ("goal_programming_weighted", "absolute_value")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))

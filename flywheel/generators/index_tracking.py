@@ -42,9 +42,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class IndexTracking(Family):
     name = "index_tracking"
-    version = "1"
     problem_class = "QP"
-    domains = tuple(_DOMAINS)
     sectors = {"equity index fund": "finance", "pension replication": "finance", "commodity tracker": "finance"}
     techniques = ("quadratic_objective", "ratio_percentage")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))

@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class InventoryBacklog(Family):
     name = "inventory_backlog"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"toy manufacturer": "manufacturing", "seed supplier": "agriculture",
                "sports equipment maker": "sports and education"}
     techniques = ("multi_period_balance", "ratio_percentage")

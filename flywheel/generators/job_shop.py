@@ -33,9 +33,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class JobShop(Family):
     name = "job_shop"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"print shop": "manufacturing", "auto repair garage": "retail", "hospital laboratory": "health care"}
     techniques = ("precedence_disjunctive", "big_m_indicator", "min_max")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))

@@ -40,9 +40,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class LotSizing(Family):
     name = "lot_sizing"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"bicycle factory": "manufacturing", "craft brewery": "retail", "pharmaceutical plant": "health care"}
     techniques = ("fixed_charge", "big_m_indicator", "multi_period_balance")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

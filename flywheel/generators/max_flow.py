@@ -38,11 +38,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MaxFlow(Family):
     name = "max_flow"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"oil pipeline": "energy", "evacuation planning": "public services", "computer network": "telecom"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

@@ -43,11 +43,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MinCostFlow(Family):
     name = "min_cost_flow"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"freight logistics": "logistics", "water distribution": "public services", "data network": "telecom"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

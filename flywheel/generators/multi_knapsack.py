@@ -44,11 +44,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MultiKnapsack(Family):
     name = "multi_knapsack"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"cargo flight": "logistics", "project portfolio": "finance", "hiking trip": "sports and education"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

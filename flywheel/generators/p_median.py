@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class PMedian(Family):
     name = "p_median"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"ambulance bases": "health care", "school catchments": "public services",
                "retail depots": "retail"}
     techniques = ("set_partitioning_covering",)

@@ -42,9 +42,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class ParallelMachine(Family):
     name = "parallel_machine"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"machine shop": "manufacturing", "cloud batch computing": "telecom", "operating theatres": "health care"}
     techniques = ("min_max", "set_partitioning_covering")
     template_styles = (("plain",), ("table",), ("plain",), ("table",))

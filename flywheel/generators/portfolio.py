@@ -40,9 +40,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Portfolio(Family):
     name = "portfolio"
-    version = "1"
     problem_class = "QP"
-    domains = tuple(_DOMAINS)
     sectors = {"equity fund": "finance", "pension fund": "finance", "farm planning": "agriculture"}
     techniques = ("quadratic_objective",)
     template_styles = (("table",), ("table",), ("table",), ("table",))

@@ -35,11 +35,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class ProductionPlanning(Family):
     name = "production_planning"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"furniture workshop": "manufacturing", "chemical plant": "manufacturing", "bakery": "retail"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

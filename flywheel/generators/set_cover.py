@@ -47,9 +47,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class SetCover(Family):
     name = "set_cover"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"fire protection": "public services", "mobile network": "telecom", "team hiring": "sports and education"}
     techniques = ("set_partitioning_covering",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

@@ -40,11 +40,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Transportation(Family):
     name = "transportation"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"steel distribution": "logistics", "electricity supply": "energy", "fresh produce": "agriculture"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:

@@ -33,9 +33,7 @@ _SCENARIOS = ["Low", "Medium", "High", "Surge", "Slump", "Boom"]
 @register
 class TwoStageCapacity(Family):
     name = "two_stage_capacity"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"wind farm operator": "energy", "grain cooperative": "agriculture", "vaccine maker": "health care"}
     techniques = ("scenario_stochastic", "ratio_percentage")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))

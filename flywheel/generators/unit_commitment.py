@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class UnitCommitment(Family):
     name = "unit_commitment"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"power utility": "energy", "hospital energy plant": "health care", "data centre cooling": "telecom"}
     techniques = ("big_m_indicator", "fixed_charge", "either_or_if_then")
     template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "implied_integrality"),

@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class WarehouseSingleSource(Family):
     name = "warehouse_single_source"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"grocery distribution": "logistics", "spare parts": "logistics", "medical supplies": "health care"}
     techniques = ("fixed_charge", "big_m_indicator", "set_partitioning_covering")
     template_styles = (("implied_integrality",), ("table",), ("story",), ("plain",))
