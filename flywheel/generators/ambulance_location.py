@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -95,8 +95,8 @@ class AmbulanceLocation(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, districts, std = data["sites"], data["districts"], data["standard"]
-        times = "; ".join(f"{d}: " + ", ".join(f"{s} {n(data['time'][d][s])}" for s in sites) for d in districts)
-        costs = ", ".join(f"{s} {n(data['cost'][s])}" for s in sites)
+        times = "; ".join(f"{d}: " + listing(data["time"][d], sites) for d in districts)
+        costs = listing(data["cost"], sites)
         rule = (f"A district counts as covered by a station if the travel time is at most {n(std)} minutes. Every "
                 f"district must be covered by at least one open station, and the high-priority districts "
                 f"({join(data['priority'])}) by at least two.")

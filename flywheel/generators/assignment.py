@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "consulting firm": {
@@ -87,7 +87,6 @@ class Assignment(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         workers, tasks = data["workers"], data["tasks"]
         banned: dict[str, list[str]] = {}
@@ -95,7 +94,7 @@ class Assignment(Family):
             banned.setdefault(w, []).append(t)
         rules = ("; ".join(f"{w} cannot do {join(ts)}" for w, ts in banned.items()) + ".") if banned else (
             f"Every {v['worker']} is qualified for every {v['task']}.")
-        costs = "; ".join(f"{w}: " + ", ".join(f"{t} {n(data['cost'][w][t])}" for t in tasks) for w in workers)
+        costs = "; ".join(f"{w}: " + listing(data["cost"][w], tasks) for w in workers)
         unit = v["cost"]
         if template == 0:
             return (f"A {domain} must assign {len(tasks)} {v['task']}s ({join(tasks)}) to its {len(workers)} "

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -105,7 +105,7 @@ class BinPacking(Family):
         n = number_text
         v = _DOMAINS[domain]
         items, unit, cap, k = data["items"], v["unit"], n(data["capacity"]), n(len(data["bins"]))
-        sizes = ", ".join(f"{i} {n(data['size'][i])}" for i in items)
+        sizes = listing(data["size"], items)
         if template == 0:
             return (f"Packing for {domain}: {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
                     f"are: {sizes}. Every {v['bin']} holds at most {cap} {unit}, and {k} {v['bin']}s are available. "

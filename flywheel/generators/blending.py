@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -103,7 +103,7 @@ class Blending(Family):
         raws, qualities, unit, cur = data["raws"], data["qualities"], v["unit"], v["money"]
         qunit = {q: v["qualities"][q][0] for q in qualities}
         costs = ", ".join(f"{r} {money(data['cost'][r], cur)}" for r in raws)
-        stock = ", ".join(f"{n(data['available'][r])} {unit} of {r}" for r in raws)
+        stock = listing(data["available"], raws, "{v} {unit} of {k}", unit=unit)
         bounds = "; ".join(f"{q} between {n(data['lower'][q])} and {n(data['upper'][q])} {qunit[q]}"
                            for q in qualities)
         levels = "; ".join(f"{r} has " + ", ".join(f"{q} {n(data['content'][q][r])} {qunit[q]}" for q in qualities)

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "venture fund": {
@@ -91,7 +91,6 @@ class CapitalBudgeting(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         projects, years = data["projects"], data["years"]
         pre, post = data["requires"]
@@ -99,9 +98,9 @@ class CapitalBudgeting(Family):
         must = data["mandatory"]
         rules = (f"{post} can only go ahead if {pre} is also funded. {one} and {two} exclude each other, so at "
                  f"most one of them may be chosen. {must} must be funded because of {v['must']}.")
-        spend = "; ".join(f"{p}: " + ", ".join(f"{n(data['cost'][p][y])} in {y}" for y in years) for p in projects)
-        npv = ", ".join(f"{p} {n(data['npv'][p])}" for p in projects)
-        budgets = ", ".join(f"{n(data['budget'][y])} in {y}" for y in years)
+        spend = "; ".join(f"{p}: " + listing(data["cost"][p], years, "{v} in {k}") for p in projects)
+        npv = listing(data["npv"], projects)
+        budgets = listing(data["budget"], years, "{v} in {k}")
         if template == 0:
             return (f"{v['who'].capitalize()} is choosing which of {len(projects)} candidates to fund: {join(projects)}. "
                     f"Spending (thousand dollars) per year: {spend}. Net present values (thousand dollars): {npv}. "

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -93,7 +93,7 @@ class CashFlowMatching(Family):
         bonds, years = data["bonds"], data["years"]
         desc = "; ".join(f"{b}: price {n(data['price'][b])}, coupon {n(data['coupon'][b])} per year, matures at the end of "
                          f"year {n(data['maturity'][b])}, at most {n(data['cap'][b])} available" for b in bonds)
-        owed = ", ".join(f"{n(data['liability'][y])} in {y}" for y in years)
+        owed = listing(data["liability"], years, "{v} in {k}")
         rule = (f"Each bond has a face value of 100, paid back in its maturity year together with that year's "
                 f"coupon; coupons are paid at the end of every year up to maturity. Surplus cash earns "
                 f"{n(data['rate'])}% per year until the next year. Fractional bond amounts are allowed.")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -88,9 +88,9 @@ class Diet(Family):
         n = number_text
         v = _DOMAINS[domain]
         foods, nutrients, unit, serving, money = data["foods"], data["nutrients"], v["unit"], v["serving"], v["money"]
-        costs = ", ".join(f"{f} {n(data['cost'][f])} {money}" for f in foods)
-        caps = ", ".join(f"{n(data['max_amount'][f])} {serving} of {f}" for f in foods)
-        needs = ", ".join(f"{n(data['requirement'][k])} {unit} of {k}" for k in nutrients)
+        costs = listing(data["cost"], foods, "{k} {v} {money}", money=money)
+        caps = listing(data["max_amount"], foods, "{v} {serving} of {k}", serving=serving)
+        needs = listing(data["requirement"], nutrients, "{v} {unit} of {k}", unit=unit)
         contents = "; ".join(
             f"one unit of {f} gives " + ", ".join(f"{n(data['content'][k][f])} {unit} {k}" for k in nutrients)
             for f in foods)

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "retail distribution": {
@@ -96,13 +96,12 @@ class FacilityLocation(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         facs, custs, unit, cur = data["facilities"], data["customers"], v["unit"], v["money"]
-        demand = ", ".join(f"{c} {n(data['demand'][c])}" for c in custs)
-        caps = ", ".join(f"{f} {n(data['capacity'][f])}" for f in facs)
+        demand = listing(data["demand"], custs)
+        caps = listing(data["capacity"], facs)
         fixed = ", ".join(f"{f} {money(data['fixed_cost'][f], cur)}" for f in facs)
-        costs = "; ".join(f"from {f}: " + ", ".join(f"{c} {n(data['cost'][f][c])}" for c in custs) for f in facs)
+        costs = "; ".join(f"from {f}: " + listing(data["cost"][f], custs) for f in facs)
         if template == 0:
             return (f"In {domain}, a planner may open any of the {v['facility']}s {join(facs)}. Opening costs: "
                     f"{fixed}. Capacities ({unit}): {caps}. Each {v['customer']} has a demand ({unit}): {demand}. "

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -92,8 +92,8 @@ class FixedChargeNetwork(Family):
         n = number_text
         v = _DOMAINS[domain]
         depots, customers, goods, lane = data["depots"], data["customers"], v["goods"], v["lane"]
-        sup = ", ".join(f"{d} {n(data['supply'][d])}" for d in depots)
-        dem = ", ".join(f"{c} {n(data['demand'][c])}" for c in customers)
+        sup = listing(data["supply"], depots)
+        dem = listing(data["demand"], customers)
         lanes = "; ".join(f"{d} to {c}: ${n(data['price'][d][c])} per dozen {goods}, ${n(data['fixed'][d][c])} to "
                           f"open, up to {n(data['capacity'][d][c])} {goods}" for d in depots for c in customers)
         if template == 0:

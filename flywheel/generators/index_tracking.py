@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, number_text
+from solvers.ir import Model
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "equity index fund": {
@@ -89,12 +89,11 @@ class IndexTracking(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         assets, periods = data["assets"], data["periods"]
-        hist = "; ".join(f"{a}: " + ", ".join(f"{n(data['ret'][a][t])}% in {t}" for t in periods) for a in assets)
-        idx = ", ".join(f"{n(data['index'][t])}% in {t}" for t in periods)
-        caps = ", ".join(f"{a} at most {n(data['cap'][a])}%" for a in assets)
+        hist = "; ".join(f"{a}: " + listing(data["ret"][a], periods, "{v}% in {k}") for a in assets)
+        idx = listing(data["index"], periods, "{v}% in {k}")
+        caps = listing(data["cap"], assets, "{k} at most {v}%")
         goal = ("minimise the sum over the periods of the squared difference between the portfolio return "
                 "(the weighted sum of the asset returns) and the index return")
         if template == 0:

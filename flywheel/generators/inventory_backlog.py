@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, table
+from flywheel.generators._text import join, listing, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -87,9 +87,9 @@ class InventoryBacklog(Family):
         n = number_text
         v = _DOMAINS[domain]
         periods, good, per = data["periods"], v["good"], v["period"]
-        dem = ", ".join(f"{t} {n(data['demand'][t])}" for t in periods)
-        cap = ", ".join(f"{t} {n(data['capacity'][t])}" for t in periods)
-        cost = ", ".join(f"{t} ${n(data['make_cost'][t])}" for t in periods)
+        dem = listing(data["demand"], periods)
+        cap = listing(data["capacity"], periods)
+        cost = listing(data["make_cost"], periods, "{k} ${v}")
         terms = (f"Each of the {good} is valued at ${n(data['value'])}, and keeping one in stock costs "
                  f"{n(data['hold_pct'])}% of its value per {per}. Demand that is not met on time can be delivered "
                  f"later at a penalty of ${n(data['backlog_cost'])} per unit per {per}, but every order must be "

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -93,7 +93,7 @@ class JobShop(Family):
         n = number_text
         v = _DOMAINS[domain]
         jobs, machines, job = data["jobs"], data["machines"], v["job"]
-        routes = "; ".join(f"{j} goes " + " then ".join(f"{m} ({n(data['time'][j][m])} min)" for m in data["route"][j])
+        routes = "; ".join(f"{j} goes " + listing(data["time"][j], data["route"][j], "{k} ({v} min)", sep=" then ")
                            for j in jobs)
         rule = (f"Each machine handles one {job} at a time and an operation, once started, runs to the end. "
                 f"Everything must be finished within {n(data['deadline'])} minutes.")

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "bicycle factory": {
@@ -111,14 +111,13 @@ class LotSizing(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         prods, periods, unit, cur, per = data["products"], data["periods"], v["unit"], v["money"], v["period"]
-        demand = "; ".join(f"{p}: " + ", ".join(f"{n(data['demand'][p][t])} in {t}" for t in periods) for p in prods)
+        demand = "; ".join(f"{p}: " + listing(data["demand"][p], periods, "{v} in {k}") for p in prods)
         setups = ", ".join(f"{p} {money(data['setup_cost'][p], cur)}" for p in prods)
         holding = ", ".join(f"{p} {money(data['holding_cost'][p], cur)}" for p in prods)
-        start = ", ".join(f"{n(data['initial'][p])} {unit} of {p}" for p in prods)
-        caps = ", ".join(f"{t} {n(data['capacity'][t])}" for t in periods)
+        start = listing(data["initial"], prods, "{v} {unit} of {k}", unit=unit)
+        caps = listing(data["capacity"], periods)
         if template == 0:
             return (f"A {domain} plans production of {join(prods)} over {len(periods)} {per}s ({join(periods)}). "
                     f"Demand ({unit}) must be met on time: {demand}. Opening stock: {start}. The line can make at "

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, plural, table
+from flywheel.generators._text import join, listing, names, plural, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -110,8 +110,8 @@ class MinCostFlow(Family):
         v = _DOMAINS[domain]
         src, hub, snk = v["kinds"]
         unit = v["unit"]
-        supply = ", ".join(f"{s} {n(data['supply'][s])}" for s in data["sources"])
-        demand = ", ".join(f"{k} {n(data['demand'][k])}" for k in data["sinks"])
+        supply = listing(data["supply"], data["sources"])
+        demand = listing(data["demand"], data["sinks"])
         links = "; ".join(f"{u} to {w}: capacity {n(data['capacity'][f'{u}_{w}'])}, cost "
                           f"{n(data['cost'][f'{u}_{w}'])}" for u, w in data["arcs"])
         nodes = (f"{plural(src)} {join(data['sources'])}, {plural(hub)} {join(data['hubs'])} and {plural(snk)} "

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -95,7 +95,7 @@ class MultiKnapsack(Family):
         n = number_text
         v = _DOMAINS[domain]
         items, dims, unit = data["items"], data["dims"], v["dims"]
-        values = ", ".join(f"{i} {n(data['value'][i])}" for i in items)
+        values = listing(data["value"], items)
         caps = ", ".join(f"{n(data['capacity'][d])} {unit[d]} of {d}" for d in dims)
         uses = "; ".join(f"{i} uses " + ", ".join(f"{n(data['weight'][d][i])} {unit[d]}" + (f" of {d}" if len(dims) > 1
                                                    else "") for d in dims) for i in items)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -94,8 +94,8 @@ class PMedian(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, points, p = data["sites"], data["points"], data["p"]
-        dem = ", ".join(f"{i} {n(data['demand'][i])}" for i in points)
-        dists = "; ".join(f"{i}: " + ", ".join(f"{j} {n(data['dist'][i][j])}" for j in sites) for i in points)
+        dem = listing(data["demand"], points)
+        dists = "; ".join(f"{i}: " + listing(data["dist"][i], sites) for i in points)
         header = [v["point"].capitalize(), v["demand"]] + sites
         rows = [[i, data["demand"][i]] + [data["dist"][i][j] for j in sites] for i in points]
         if template == 0:

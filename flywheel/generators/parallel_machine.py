@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -90,7 +90,7 @@ class ParallelMachine(Family):
         n = number_text
         v = _DOMAINS[domain]
         jobs, machines, unit, t = data["jobs"], data["machines"], v["unit"], data["time"]
-        times = "; ".join(f"{j}: " + ", ".join(f"{n(t[j][m])} on {m}" for m in machines) for j in jobs)
+        times = "; ".join(f"{j}: " + listing(t[j], machines, "{v} on {k}") for j in jobs)
         grid = table([v["job"].capitalize()] + [f"{m} ({unit})" for m in machines],
                      [[j] + [t[j][m] for m in machines] for j in jobs])
         deadline = f"{n(data['deadline'])} {unit}"

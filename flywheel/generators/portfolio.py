@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -84,7 +84,7 @@ class Portfolio(Family):
         n = number_text
         v = _DOMAINS[domain]
         assets, ret, cov = data["assets"], data["expected_return"], data["cov"]
-        rets = ", ".join(f"{a} {n(ret[a])}%" for a in assets)
+        rets = listing(ret, assets, "{k} {v}%")
         covs = table([""] + assets, [[a] + [cov[a][c] for c in assets] for a in assets])
         target = f"{n(data['target'])}%"
         share = "Shares are non-negative (no short positions) and add up to the whole budget."

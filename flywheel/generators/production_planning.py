@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import table
+from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -84,12 +84,12 @@ class ProductionPlanning(Family):
         n = number_text
         unit = _DOMAINS[domain]["unit"]
         products, resources = data["products"], data["resources"]
-        profit = ", ".join(f"{p} ${n(data['profit'][p])}" for p in products)
+        profit = listing(data["profit"], products, "{k} ${v}")
         usage = "; ".join(
             f"each unit of {p} needs " + ", ".join(f"{n(data['usage'][r][p])} {unit} of {r}" for r in resources)
             for p in products
         )
-        capacity = ", ".join(f"{n(data['capacity'][r])} {unit} of {r}" for r in resources)
+        capacity = listing(data["capacity"], resources, "{v} {unit} of {k}", unit=unit)
         (first, q), = data["min_output"].items()
         if template == 0:
             return (f"A {domain} makes {', '.join(products)}. The profit per unit is: {profit}. Production uses "

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "fire protection": {
@@ -84,13 +84,12 @@ class SetCover(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         cands, elems, cur = data["candidates"], data["elements"], v["money"]
         costs = ", ".join(f"{c} {money(data['cost'][c], cur)}" for c in cands)
         reach = "; ".join(f"{c} {v['verb']} " + join([e for e in elems if data["covers"][e][c]]) for c in cands)
         twice = [e for e in elems if data["need"][e] != 1]
-        needs = ("; ".join(f"{e} must be covered at least {n(data['need'][e])} times" for e in twice) + ", "
+        needs = (listing(data["need"], twice, "{k} must be covered at least {v} times", sep="; ") + ", "
                  if twice else "")
         rule = f"{needs}every other {v['element']} at least 1 time"
         legend = "(1 = covered, 0 = not)"

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, number_text
+from solvers.ir import Model
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "steel distribution": {
@@ -84,12 +84,11 @@ class Transportation(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         sources, dests, unit, money = data["sources"], data["dests"], v["unit"], v["money"]
-        supply = ", ".join(f"{s} {n(data['supply'][s])} {unit}" for s in sources)
-        demand = ", ".join(f"{d} {n(data['demand'][d])} {unit}" for d in dests)
-        costs = "; ".join(f"from {s}: " + ", ".join(f"{n(data['cost'][s][d])} to {d}" for d in dests)
+        supply = listing(data["supply"], sources, "{k} {v} {unit}", unit=unit)
+        demand = listing(data["demand"], dests, "{k} {v} {unit}", unit=unit)
+        costs = "; ".join(f"from {s}: " + listing(data["cost"][s], dests, "{v} to {k}")
                           for s in sources)
         if template == 0:
             return (f"A company plans {domain}. Each {v['source']} can send at most: {supply}. Each {v['dest']} needs "

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -98,11 +98,11 @@ class TwoStageCapacity(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, scen, good = data["sites"], data["scenarios"], v["good"]
-        probs = ", ".join(f"{sc} {n(data['prob'][sc])}%" for sc in scen)
-        dem = "; ".join(f"{sc}: " + ", ".join(f"{s} {n(data['demand'][sc][s])}" for s in sites) for sc in scen)
+        probs = listing(data["prob"], scen, "{k} {v}%")
+        dem = "; ".join(f"{sc}: " + listing(data["demand"][sc], sites) for sc in scen)
         build = ", ".join(f"{s} ${n(data['build_cost'][s])} per {good} (at most {n(data['cap_max'][s])})"
                           for s in sites)
-        use = ", ".join(f"{s} ${n(data['make_cost'][s])}" for s in sites)
+        use = listing(data["make_cost"], sites, "{k} ${v}")
         buy = (f"Any shortfall can be covered if the firm chooses to {v['buy']} at ${n(data['buy_cost'])} per {good}, "
                f"up to {n(data['buy_max'])} {good} in total per scenario.")
         if template == 0:

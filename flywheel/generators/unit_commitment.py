@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -88,7 +88,7 @@ class UnitCommitment(Family):
         n = number_text
         v = _DOMAINS[domain]
         units, periods, mw = data["units"], data["periods"], v["unit"]
-        dem = ", ".join(f"{t} {n(data['demand'][t])}" for t in periods)
+        dem = listing(data["demand"], periods)
         specs = "; ".join(f"{u}: {n(data['pmin'][u])} to {n(data['pmax'][u])} {mw} when running, ${n(data['marginal'][u])}"
                           f" per {mw.split()[0]}, ${n(data['fixed'][u])} per hour on, ${n(data['startup'][u])} to "
                           "start" for u in units)

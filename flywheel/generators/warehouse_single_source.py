@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -97,8 +97,8 @@ class WarehouseSingleSource(Family):
         sites, customers, u = data["sites"], data["customers"], v["unit"]
         wh = ", ".join(f"{s} (capacity {n(data['cap'][s])}, fixed cost ${n(data['fixed'][s])} per week)"
                        for s in sites)
-        dem = ", ".join(f"{c} {n(data['demand'][c])}" for c in customers)
-        ship = "; ".join(f"to {c}: " + ", ".join(f"{s} ${n(data['ship'][c][s])}" for s in sites) for c in customers)
+        dem = listing(data["demand"], customers)
+        ship = "; ".join(f"to {c}: " + listing(data["ship"][c], sites, "{k} ${v}") for c in customers)
         rule = "Each customer must receive all its demand from a single open warehouse."
         if template == 0:
             return (f"{v['who'].capitalize()} may open warehouses at {wh}; capacities are in {u}. Customer demand "
