@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from solvers.ir import (
     ConGroup,
@@ -85,6 +85,23 @@ class ModelBuilder:
 
     def con_group(self, name: str, index: Sequence[str] = (), description: str = "") -> None:
         self._con_groups.setdefault(name, ConGroup(name=name, index=tuple(index), description=description))
+
+    def add_constrs(self, group: str, index: Sequence[str], description: str,
+                    row: Callable[..., tuple[Terms, ConSense | str, float]],
+                    keys: Iterable[str | Sequence[str]] | None = None) -> None:
+        """Declare constraint group ``group`` over ``index`` and add one row per key: ``row(*key)`` returns the
+        row's ``(terms, sense, rhs)``. ``keys`` defaults to every element of the product of the ``index`` sets, in
+        order; pass it for some of them (the lanes that exist, the mandatory items). A key may be one name.
+
+            b.add_constrs("max_amount", ("foods",), "no food beyond its cap",
+                          lambda f: ([(buy[(f,)], 1)], "<=", data["max_amount"][f]))
+        """
+        self.con_group(group, index, description)
+        if keys is None:
+            keys = itertools.product(*(self._sets[s].elements for s in index))
+        for key in keys:
+            key = (key,) if isinstance(key, str) else tuple(key)
+            self.add_constr(group, key, *row(*key))
 
     def add_constr(self, group: str, key: Sequence[str], terms: Terms, sense: ConSense | str, rhs: float) -> str:
         """Add one row of constraint group ``group`` (declare the group first with ``con_group``).

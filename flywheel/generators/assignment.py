@@ -73,15 +73,12 @@ class Assignment(Family):
         b.add_param("cost", {(w, t): data["cost"][w][t] for w in workers for t in tasks}, ("workers", "tasks"),
                     "cost units", "cost of giving a task to a worker")
         x = b.add_vars("assign", ("workers", "tasks"), VarType.BINARY, description="1 if the worker gets the task")
-        b.con_group("one_worker_per_task", ("tasks",), "every task gets exactly one worker")
-        for t in tasks:
-            b.add_constr("one_worker_per_task", (t,), [(x[(w, t)], 1) for w in workers], "==", 1)
-        b.con_group("one_task_per_worker", ("workers",), "no worker takes more than one task")
-        for w in workers:
-            b.add_constr("one_task_per_worker", (w,), [(x[(w, t)], 1) for t in tasks], "<=", 1)
-        b.con_group("unqualified", ("workers", "tasks"), "a worker never gets a task they are not qualified for")
-        for w, t in data["unqualified"]:
-            b.add_constr("unqualified", (w, t), [(x[(w, t)], 1)], "==", 0)
+        b.add_constrs("one_worker_per_task", ("tasks",), "every task gets exactly one worker",
+                      lambda t: ([(x[(w, t)], 1) for w in workers], "==", 1))
+        b.add_constrs("one_task_per_worker", ("workers",), "no worker takes more than one task",
+                      lambda w: ([(x[(w, t)], 1) for t in tasks], "<=", 1))
+        b.add_constrs("unqualified", ("workers", "tasks"), "a worker never gets a task they are not qualified for",
+                      lambda w, t: ([(x[(w, t)], 1)], "==", 0), keys=data["unqualified"])
         b.set_objective("minimize", [(x[(w, t)], data["cost"][w][t]) for w in workers for t in tasks],
                         description="total assignment cost")
         return b.build()

@@ -9,8 +9,8 @@ Adding a family (the checklist; flywheel/generators/README.md says more):
 1. One new module ``flywheel/generators/<name>.py`` shaped like ``diet.py``: ``_DOMAINS`` (>= 3 story domains,
    each with its own vocabulary), a ``@register`` class with ``name``, ``problem_class`` (LP | IP | MILP | QP),
    ``sectors`` (story domain -> one of ``APPLICATION_DOMAINS``, in ``_DOMAINS`` order: its keys are the family's
-   ``domains``), ``techniques`` (from ``TECHNIQUES``; default none), ``template_styles`` (one tuple of ``STYLES`` per own template) and, where some lists of the
-   data have a natural order (periods), ``reorder_keys``.
+   ``domains``), ``techniques`` (from ``TECHNIQUES``; default none), ``template_styles`` (one tuple of ``STYLES``
+   per own template) and, where some lists of the data have a natural order (periods), ``reorder_keys``.
 2. ``sample(rng, difficulty, domain)``: only the ``rng`` passed in; size grows with ``difficulty``; every number
    an int or a short decimal (the question must state it exactly); keep difficulty <= 3 solving well under 1 s.
 3. ``make_infeasible``: a provable reason (say it in the module docstring).

@@ -82,13 +82,11 @@ class BinPacking(Family):
         b.add_param("n_bins", len(bins), (), "bins", "number of bins available")
         put = b.add_vars("put", ("items", "bins"), VarType.BINARY, description="1 if the item goes into the bin")
         use = b.add_vars("use", ("bins",), VarType.BINARY, description="1 if the bin is used")
-        b.con_group("assign", ("items",), "every item goes into exactly one bin")
-        for i in items:
-            b.add_constr("assign", (i,), [(put[(i, k)], 1) for k in bins], "==", 1)
-        b.con_group("capacity", ("bins",), "a used bin holds at most its capacity; an unused bin holds nothing")
-        for k in bins:
-            b.add_constr("capacity", (k,), [(put[(i, k)], data["size"][i]) for i in items]
-                         + [(use[(k,)], -data["capacity"])], "<=", 0)
+        b.add_constrs("assign", ("items",), "every item goes into exactly one bin",
+                      lambda i: ([(put[(i, k)], 1) for k in bins], "==", 1))
+        b.add_constrs("capacity", ("bins",), "a used bin holds at most its capacity; an unused bin holds nothing",
+                      lambda k: ([(put[(i, k)], data["size"][i]) for i in items] + [(use[(k,)], -data["capacity"])],
+                                 "<=", 0))
         # Number bins by their first item: item k (0-based) then lies in one of the first k+1 bins. Together with
         # use_in_order this removes the bin-relabelling symmetry that makes branch and bound slow.
         b.con_group("first_bins_only", ("items", "bins"), "item k goes into one of the first k+1 bins")

@@ -85,9 +85,8 @@ class Blending(Family):
         use = b.add_vars("use", ("raws",), description="amount of each raw material blended", unit="units")
         b.con_group("batch_size", (), "the blend adds up to the batch size")
         b.add_constr("batch_size", (), [(use[(r,)], 1) for r in raws], "==", data["batch"])
-        b.con_group("available", ("raws",), "no more raw material than is on hand")
-        for r in raws:
-            b.add_constr("available", (r,), [(use[(r,)], 1)], "<=", data["available"][r])
+        b.add_constrs("available", ("raws",), "no more raw material than is on hand",
+                      lambda r: ([(use[(r,)], 1)], "<=", data["available"][r]))
         b.con_group("quality_min", ("qualities",), "average quality at least the lower bound (times batch)")
         b.con_group("quality_max", ("qualities",), "average quality at most the upper bound (times batch)")
         for q in qualities:

@@ -76,9 +76,8 @@ class CapitalBudgeting(Family):
         b.add_param("npv", data["npv"], ("projects",), "thousand money", "net present value of a project")
         b.add_param("budget", data["budget"], ("years",), "thousand money", "budget of a year")
         x = b.add_vars("fund", ("projects",), VarType.BINARY, description="1 if the project is funded")
-        b.con_group("budget", ("years",), "spending within each year's budget")
-        for y in years:
-            b.add_constr("budget", (y,), [(x[(p,)], data["cost"][p][y]) for p in projects], "<=", data["budget"][y])
+        b.add_constrs("budget", ("years",), "spending within each year's budget",
+                      lambda y: ([(x[(p,)], data["cost"][p][y]) for p in projects], "<=", data["budget"][y]))
         pre, post = data["requires"]
         b.con_group("requires", (), "a project only with its prerequisite (if-then)")
         b.add_constr("requires", (), [(x[(post,)], 1), (x[(pre,)], -1)], "<=", 0)

@@ -81,9 +81,7 @@ class CashFlowMatching(Family):
             if k > 1:
                 terms.append((cash[(years[k - 2],)], 1 + data["rate"] / 100))
             m.add_constr("balance", (y,), terms, "==", data["liability"][y])
-        m.con_group("cap", ("bonds",), "availability of each bond")
-        for b in bonds:
-            m.add_constr("cap", (b,), [(x[(b,)], 1)], "<=", data["cap"][b])
+        m.add_constrs("cap", ("bonds",), "availability of each bond", lambda b: ([(x[(b,)], 1)], "<=", data["cap"][b]))
         m.set_objective("minimize", [(x[(b,)], data["price"][b]) for b in bonds], description="purchase cost")
         return m.build()
 

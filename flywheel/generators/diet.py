@@ -74,13 +74,10 @@ class Diet(Family):
         b.add_param("max_amount", data["max_amount"], ("foods",), "units", "most units of a food allowed")
         b.add_param("requirement", data["requirement"], ("nutrients",), "", "minimum nutrient intake")
         buy = b.add_vars("buy", ("foods",), description="units of each food in the mix", unit="units")
-        b.con_group("requirement", ("nutrients",), "each nutrient reaches its minimum")
-        for n in nutrients:
-            b.add_constr("requirement", (n,), [(buy[(f,)], data["content"][n][f]) for f in foods], ">=",
-                         data["requirement"][n])
-        b.con_group("max_amount", ("foods",), "no food beyond its cap")
-        for f in foods:
-            b.add_constr("max_amount", (f,), [(buy[(f,)], 1)], "<=", data["max_amount"][f])
+        b.add_constrs("requirement", ("nutrients",), "each nutrient reaches its minimum",
+                      lambda n: ([(buy[(f,)], data["content"][n][f]) for f in foods], ">=", data["requirement"][n]))
+        b.add_constrs("max_amount", ("foods",), "no food beyond its cap",
+                      lambda f: ([(buy[(f,)], 1)], "<=", data["max_amount"][f]))
         b.set_objective("minimize", [(buy[(f,)], data["cost"][f]) for f in foods], description="total cost")
         return b.build()
 

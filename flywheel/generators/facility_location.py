@@ -83,13 +83,10 @@ class FacilityLocation(Family):
         open_ = b.add_vars("open", ("facilities",), VarType.BINARY, description="1 if the facility is opened")
         serve = b.add_vars("serve", ("facilities", "customers"), description="demand served from a facility",
                            unit="units")
-        b.con_group("demand", ("customers",), "every customer's demand is fully served")
-        for c in custs:
-            b.add_constr("demand", (c,), [(serve[(f, c)], 1) for f in facs], "==", data["demand"][c])
-        b.con_group("capacity", ("facilities",), "a facility serves up to its capacity, and only if open")
-        for f in facs:
-            b.add_constr("capacity", (f,), [(serve[(f, c)], 1) for c in custs] + [(open_[(f,)],
-                         -data["capacity"][f])], "<=", 0)
+        b.add_constrs("demand", ("customers",), "every customer's demand is fully served",
+                      lambda c: ([(serve[(f, c)], 1) for f in facs], "==", data["demand"][c]))
+        b.add_constrs("capacity", ("facilities",), "a facility serves up to its capacity, and only if open",
+                      lambda f: ([(serve[(f, c)], 1) for c in custs] + [(open_[(f,)], -data["capacity"][f])], "<=", 0))
         b.set_objective("minimize", [(open_[(f,)], data["fixed_cost"][f]) for f in facs]
                         + [(serve[(f, c)], data["cost"][f][c]) for f in facs for c in custs],
                         description="opening cost plus serving cost")

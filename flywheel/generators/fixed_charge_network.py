@@ -75,15 +75,12 @@ class FixedChargeNetwork(Family):
                     "units", "most a lane can carry once opened")
         x = b.add_vars("ship", ("depots", "customers"), description="units shipped on a lane", unit="units")
         y = b.add_vars("open", ("depots", "customers"), VarType.BINARY, description="1 if the lane is opened")
-        b.con_group("supply", ("depots",), "a depot ships at most its supply")
-        for d in depots:
-            b.add_constr("supply", (d,), [(x[(d, c)], 1) for c in customers], "<=", data["supply"][d])
-        b.con_group("demand", ("customers",), "every customer receives its demand")
-        for c in customers:
-            b.add_constr("demand", (c,), [(x[(d, c)], 1) for d in depots], ">=", data["demand"][c])
-        b.con_group("link", ("depots", "customers"), "a lane carries goods only when opened (capacity as big-M)")
-        for d, c in lanes:
-            b.add_constr("link", (d, c), [(x[(d, c)], 1), (y[(d, c)], -data["capacity"][d][c])], "<=", 0)
+        b.add_constrs("supply", ("depots",), "a depot ships at most its supply",
+                      lambda d: ([(x[(d, c)], 1) for c in customers], "<=", data["supply"][d]))
+        b.add_constrs("demand", ("customers",), "every customer receives its demand",
+                      lambda c: ([(x[(d, c)], 1) for d in depots], ">=", data["demand"][c]))
+        b.add_constrs("link", ("depots", "customers"), "a lane carries goods only when opened (capacity as big-M)",
+                      lambda d, c: ([(x[(d, c)], 1), (y[(d, c)], -data["capacity"][d][c])], "<=", 0), keys=lanes)
         b.set_objective("minimize", [(x[k], data["price"][k[0]][k[1]] / 12) for k in lanes]
                         + [(y[k], data["fixed"][k[0]][k[1]]) for k in lanes], description="fixed plus shipping cost")
         return b.build()

@@ -77,13 +77,11 @@ class IndexTracking(Family):
                          unit="percent")
         b.con_group("invested", (), "the weights sum to one (fully invested)")
         b.add_constr("invested", (), [(w[(a,)], 1) for a in assets], "==", 1)
-        b.con_group("cap", ("assets",), "no asset above its cap (percent of the portfolio)")
-        for a in assets:
-            b.add_constr("cap", (a,), [(w[(a,)], 1)], "<=", data["cap"][a] / 100)
-        b.con_group("deviation", ("periods",), "tracking deviation of each period")
-        for t in periods:
-            b.add_constr("deviation", (t,), [(w[(a,)], data["ret"][a][t]) for a in assets] + [(dev[(t,)], -1)],
-                         "==", data["index"][t])
+        b.add_constrs("cap", ("assets",), "no asset above its cap (percent of the portfolio)",
+                      lambda a: ([(w[(a,)], 1)], "<=", data["cap"][a] / 100))
+        b.add_constrs("deviation", ("periods",), "tracking deviation of each period",
+                      lambda t: ([(w[(a,)], data["ret"][a][t]) for a in assets] + [(dev[(t,)], -1)], "==",
+                                 data["index"][t]))
         b.set_objective("minimize", [], quadratic=[(dev[(t,)], dev[(t,)], 1) for t in periods],
                         description="sum of squared tracking deviations")
         return b.build()

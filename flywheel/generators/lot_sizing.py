@@ -102,9 +102,8 @@ class LotSizing(Family):
         for p in products:
             for t in periods:
                 b.add_constr("setup_link", (p, t), [(make[(p, t)], 1), (setup[(p, t)], -big_m[(p, t)])], "<=", 0)
-        b.con_group("capacity", ("periods",), "total production within the period's capacity")
-        for t in periods:
-            b.add_constr("capacity", (t,), [(make[(p, t)], 1) for p in products], "<=", data["capacity"][t])
+        b.add_constrs("capacity", ("periods",), "total production within the period's capacity",
+                      lambda t: ([(make[(p, t)], 1) for p in products], "<=", data["capacity"][t]))
         b.set_objective("minimize", [(setup[(p, t)], data["setup_cost"][p]) for p in products for t in periods]
                         + [(stock[(p, t)], data["holding_cost"][p]) for p in products for t in periods],
                         description="setup plus holding cost")

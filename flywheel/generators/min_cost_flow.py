@@ -90,18 +90,14 @@ class MinCostFlow(Family):
                 for node in (*hubs, *sinks)}
         out = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if u == node]
                for node in (*sources, *hubs)}
-        b.con_group("supply", ("sources",), "a source sends at most its supply")
-        for s in sources:
-            b.add_constr("supply", (s,), [(x, 1) for x in out[s]], "<=", data["supply"][s])
-        b.con_group("conservation", ("hubs",), "what enters a hub leaves it")
-        for h in hubs:
-            b.add_constr("conservation", (h,), [(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0)
-        b.con_group("demand", ("sinks",), "a sink receives exactly its demand")
-        for k in sinks:
-            b.add_constr("demand", (k,), [(x, 1) for x in into[k]], "==", data["demand"][k])
-        b.con_group("capacity", ("arcs",), "arc flow within arc capacity")
-        for a in arcs:
-            b.add_constr("capacity", (a,), [(flow[(a,)], 1)], "<=", data["capacity"][a])
+        b.add_constrs("supply", ("sources",), "a source sends at most its supply",
+                      lambda s: ([(x, 1) for x in out[s]], "<=", data["supply"][s]))
+        b.add_constrs("conservation", ("hubs",), "what enters a hub leaves it",
+                      lambda h: ([(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0))
+        b.add_constrs("demand", ("sinks",), "a sink receives exactly its demand",
+                      lambda k: ([(x, 1) for x in into[k]], "==", data["demand"][k]))
+        b.add_constrs("capacity", ("arcs",), "arc flow within arc capacity",
+                      lambda a: ([(flow[(a,)], 1)], "<=", data["capacity"][a]))
         b.set_objective("minimize", [(flow[(a,)], data["cost"][a]) for a in arcs], description="total flow cost")
         return b.build()
 

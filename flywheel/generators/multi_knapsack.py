@@ -81,13 +81,10 @@ class MultiKnapsack(Family):
                     "capacity units", "capacity an item uses")
         b.add_param("capacity", data["capacity"], ("dimensions",), "capacity units", "capacity available")
         take = b.add_vars("take", ("items",), VarType.BINARY, description="1 if the item is selected")
-        b.con_group("capacity", ("dimensions",), "selected items fit in every dimension")
-        for d in dims:
-            b.add_constr("capacity", (d,), [(take[(i,)], data["weight"][d][i]) for i in items], "<=",
-                         data["capacity"][d])
-        b.con_group("mandatory", ("items",), "mandatory items must be selected")
-        for i in data["mandatory"]:
-            b.add_constr("mandatory", (i,), [(take[(i,)], 1)], "==", 1)
+        b.add_constrs("capacity", ("dimensions",), "selected items fit in every dimension",
+                      lambda d: ([(take[(i,)], data["weight"][d][i]) for i in items], "<=", data["capacity"][d]))
+        b.add_constrs("mandatory", ("items",), "mandatory items must be selected",
+                      lambda i: ([(take[(i,)], 1)], "==", 1), keys=data["mandatory"])
         b.set_objective("maximize", [(take[(i,)], data["value"][i]) for i in items], description="total value")
         return b.build()
 

@@ -77,9 +77,8 @@ class PMedian(Family):
         b.add_param("p", data["p"], (), "sites", "number of sites to open")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the site is opened")
         x = b.add_vars("serve", ("points", "sites"), VarType.BINARY, description="1 if the site serves the point")
-        b.con_group("assign", ("points",), "every point served by exactly one site (set partitioning)")
-        for i in points:
-            b.add_constr("assign", (i,), [(x[(i, j)], 1) for j in sites], "==", 1)
+        b.add_constrs("assign", ("points",), "every point served by exactly one site (set partitioning)",
+                      lambda i: ([(x[(i, j)], 1) for j in sites], "==", 1))
         b.con_group("link", ("points", "sites"), "only open sites serve")
         for i in points:
             for j in sites:

@@ -75,12 +75,10 @@ class ParallelMachine(Family):
         b.add_param("deadline", data["deadline"], (), "time units", "latest allowed finish time")
         x = b.add_vars("assign", ("jobs", "machines"), VarType.BINARY, description="1 if the job runs on the machine")
         cmax = b.add_var("makespan", description="finish time of the busiest machine", unit="time units")
-        b.con_group("assign", ("jobs",), "every job runs on exactly one machine")
-        for j in jobs:
-            b.add_constr("assign", (j,), [(x[(j, m)], 1) for m in machines], "==", 1)
-        b.con_group("load", ("machines",), "each machine's total processing time is at most the makespan")
-        for m in machines:
-            b.add_constr("load", (m,), [(x[(j, m)], data["time"][j][m]) for j in jobs] + [(cmax, -1)], "<=", 0)
+        b.add_constrs("assign", ("jobs",), "every job runs on exactly one machine",
+                      lambda j: ([(x[(j, m)], 1) for m in machines], "==", 1))
+        b.add_constrs("load", ("machines",), "each machine's total processing time is at most the makespan",
+                      lambda m: ([(x[(j, m)], data["time"][j][m]) for j in jobs] + [(cmax, -1)], "<=", 0))
         b.con_group("deadline", (), "everything finishes by the deadline")
         b.add_constr("deadline", (), [(cmax, 1)], "<=", data["deadline"])
         b.set_objective("minimize", [(cmax, 1)], description="makespan")

@@ -69,10 +69,8 @@ class ProductionPlanning(Family):
         b.add_param("capacity", data["capacity"], ("resources",), "", "resource available")
         b.add_param("min_output", data["min_output"], ("products",), "units", "minimum output required")
         make = b.add_vars("make", ("products",), description="units of each product to make", unit="units")
-        b.con_group("capacity", ("resources",), "resource use cannot exceed what is available")
-        for r in resources:
-            b.add_constr("capacity", (r,), [(make[(p,)], data["usage"][r][p]) for p in products], "<=",
-                         data["capacity"][r])
+        b.add_constrs("capacity", ("resources",), "resource use cannot exceed what is available",
+                      lambda r: ([(make[(p,)], data["usage"][r][p]) for p in products], "<=", data["capacity"][r]))
         b.con_group("min_output", ("products",), "required minimum output")
         for p, q in data["min_output"].items():
             b.add_constr("min_output", (p,), [(make[(p,)], 1)], ">=", q)

@@ -77,9 +77,8 @@ class SetCover(Family):
                     ("elements", "candidates"), "0/1", "1 if the candidate covers the element")
         b.add_param("need", data["need"], ("elements",), "times", "how many chosen candidates must cover it")
         pick = b.add_vars("choose", ("candidates",), VarType.BINARY, description="1 if the candidate is chosen")
-        b.con_group("cover", ("elements",), "every element is covered by enough chosen candidates")
-        for e in elems:
-            b.add_constr("cover", (e,), [(pick[(c,)], data["covers"][e][c]) for c in cands], ">=", data["need"][e])
+        b.add_constrs("cover", ("elements",), "every element is covered by enough chosen candidates",
+                      lambda e: ([(pick[(c,)], data["covers"][e][c]) for c in cands], ">=", data["need"][e]))
         b.set_objective("minimize", [(pick[(c,)], data["cost"][c]) for c in cands], description="total cost")
         return b.build()
 

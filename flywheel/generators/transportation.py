@@ -73,12 +73,10 @@ class Transportation(Family):
                     "money per unit", "shipping cost per unit")
         ship = b.add_vars("ship", ("sources", "destinations"), description="amount shipped on each route",
                           unit="units")
-        b.con_group("supply", ("sources",), "no source ships more than it has")
-        for s in sources:
-            b.add_constr("supply", (s,), [(ship[(s, d)], 1) for d in dests], "<=", data["supply"][s])
-        b.con_group("demand", ("destinations",), "every destination receives its demand")
-        for d in dests:
-            b.add_constr("demand", (d,), [(ship[(s, d)], 1) for s in sources], ">=", data["demand"][d])
+        b.add_constrs("supply", ("sources",), "no source ships more than it has",
+                      lambda s: ([(ship[(s, d)], 1) for d in dests], "<=", data["supply"][s]))
+        b.add_constrs("demand", ("destinations",), "every destination receives its demand",
+                      lambda d: ([(ship[(s, d)], 1) for s in sources], ">=", data["demand"][d]))
         b.set_objective("minimize", [(ship[(s, d)], data["cost"][s][d]) for s in sources for d in dests],
                         description="total shipping cost")
         return b.build()

@@ -75,9 +75,8 @@ class TwoStageCapacity(Family):
         cap = b.add_vars("capacity", ("sites",), description="capacity built now (first stage)")
         make = b.add_vars("make", ("scenarios", "sites"), description="output in a scenario (recourse)")
         buy = b.add_vars("buy", ("scenarios", "sites"), description="units bought in a scenario (recourse)")
-        b.con_group("cap_max", ("sites",), "capacity within its limit")
-        for s in sites:
-            b.add_constr("cap_max", (s,), [(cap[(s,)], 1)], "<=", data["cap_max"][s])
+        b.add_constrs("cap_max", ("sites",), "capacity within its limit",
+                      lambda s: ([(cap[(s,)], 1)], "<=", data["cap_max"][s]))
         b.con_group("use", ("scenarios", "sites"), "output within the capacity built")
         b.con_group("meet", ("scenarios", "sites"), "output plus purchases meet the demand")
         b.con_group("buy_limit", ("scenarios",), "purchases within the limit in each scenario")

@@ -66,9 +66,8 @@ class UnitCommitment(Family):
         p = b.add_vars("output", ("units", "periods"), description="output of a unit in an hour")
         on = b.add_vars("on", ("units", "periods"), VarType.BINARY, description="1 if the unit runs in the hour")
         st = b.add_vars("start", ("units", "periods"), VarType.BINARY, description="1 if the unit is switched on")
-        b.con_group("demand", ("periods",), "output meets demand every hour")
-        for t in periods:
-            b.add_constr("demand", (t,), [(p[(u, t)], 1) for u in units], ">=", data["demand"][t])
+        b.add_constrs("demand", ("periods",), "output meets demand every hour",
+                      lambda t: ([(p[(u, t)], 1) for u in units], ">=", data["demand"][t]))
         b.con_group("max_output", ("units", "periods"), "output only when on, up to the maximum")
         b.con_group("min_output", ("units", "periods"), "a running unit produces at least its minimum")
         b.con_group("startup", ("units", "periods"), "switching on (off before, on now) incurs a start-up")

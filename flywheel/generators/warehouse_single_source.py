@@ -79,13 +79,11 @@ class WarehouseSingleSource(Family):
                     "money per unit", "shipping cost per unit from a warehouse to a customer")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the warehouse opens")
         x = b.add_vars("assign", ("customers", "sites"), VarType.BINARY, description="1 if served from there")
-        b.con_group("single_source", ("customers",), "each customer served by exactly one warehouse")
-        for c in customers:
-            b.add_constr("single_source", (c,), [(x[(c, s)], 1) for s in sites], "==", 1)
-        b.con_group("capacity", ("sites",), "assigned demand within capacity, none at a closed warehouse")
-        for s in sites:
-            b.add_constr("capacity", (s,), [(x[(c, s)], data["demand"][c]) for c in customers]
-                         + [(y[(s,)], -data["cap"][s])], "<=", 0)
+        b.add_constrs("single_source", ("customers",), "each customer served by exactly one warehouse",
+                      lambda c: ([(x[(c, s)], 1) for s in sites], "==", 1))
+        b.add_constrs("capacity", ("sites",), "assigned demand within capacity, none at a closed warehouse",
+                      lambda s: ([(x[(c, s)], data["demand"][c]) for c in customers] + [(y[(s,)], -data["cap"][s])],
+                                 "<=", 0))
         b.set_objective("minimize", [(y[(s,)], data["fixed"][s]) for s in sites]
                         + [(x[(c, s)], data["ship"][c][s] * data["demand"][c]) for c in customers for s in sites],
                         description="fixed plus shipping cost per week")
