@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from solvers.ir import (
     ConGroup,
@@ -42,12 +45,18 @@ class ModelBuilder:
     def add_param(
         self,
         name: str,
-        values: float | dict[str, float] | dict[tuple[str, ...], float],
+        values: float | Mapping[str, Any] | Mapping[tuple[str, ...], float],
         index: Sequence[str] = (),
         unit: str = "",
         description: str = "",
         derived: bool = False,
     ) -> None:
+        """One parameter over the ``index`` sets (declared first). ``values``: a number (no index), a dict by
+        element (one set) or by element tuple, or nested dicts one level per set (``values[row][col]``), read in
+        the order of the sets' elements."""
+        if isinstance(values, dict) and len(index) > 1 and any(isinstance(v, dict) for v in values.values()):
+            values = {key: functools.reduce(operator.getitem, key, values)
+                      for key in itertools.product(*(self._sets[s].elements for s in index))}
         if isinstance(values, dict):
             flat = {(",".join(k) if isinstance(k, tuple) else str(k)): float(v) for k, v in values.items()}
             stored: float | dict[str, float] = flat

@@ -64,3 +64,15 @@ def test_add_constrs_keys_pick_a_subset_and_may_be_single_names():
     cons = b.build().constraints
     assert [(c.name, c.index) for c in cons] == [("pairs_r2_c1", ("r2", "c1")), ("row_r2", ("r2",))]
     assert cons[1].terms == (("x_r2_c2", 1.0),) and cons[1].rhs == 1.0
+
+
+def test_add_param_reads_nested_dicts_in_set_order():
+    # values[row][col] gives the same parameter as the flat {(row, col): v} dict, in the sets' order, whatever the
+    # order of the nested dict's keys.
+    b, _ = _two_by_two()
+    b.add_param("nested", {"r2": {"c2": 4, "c1": 3}, "r1": {"c1": 1, "c2": 2}}, ("rows", "cols"))
+    b.add_param("flat", {(r, c): 2 * (r == "r2") + int(c[1]) for r in ("r1", "r2") for c in ("c1", "c2")},
+                ("rows", "cols"))
+    nested, flat = b._params
+    assert nested.values == flat.values == {"r1,c1": 1.0, "r1,c2": 2.0, "r2,c1": 3.0, "r2,c2": 4.0}
+    assert list(nested.values) == ["r1,c1", "r1,c2", "r2,c1", "r2,c2"]

@@ -76,8 +76,7 @@ class AmbulanceLocation(Family):
         b = ModelBuilder("ambulance_location")
         sites = b.add_set("sites", data["sites"], "candidate station sites")
         districts = b.add_set("districts", data["districts"], "districts to be covered")
-        b.add_param("time", {(d, s): data["time"][d][s] for d in districts for s in sites}, ("districts", "sites"),
-                    "minutes", "travel time from a site to a district")
+        b.add_param("time", data["time"], ("districts", "sites"), "minutes", "travel time from a site to a district")
         b.add_param("standard", data["standard"], (), "minutes", "response-time standard")
         b.add_param("cost", data["cost"], ("sites",), "thousand money per year", "cost of opening a site")
         need = {d: 2 if d in data["priority"] else 1 for d in districts}

@@ -70,8 +70,7 @@ class Assignment(Family):
         b = ModelBuilder("assignment")
         workers = b.add_set("workers", data["workers"], "who can take a task")
         tasks = b.add_set("tasks", data["tasks"], "tasks that must each be covered once")
-        b.add_param("cost", {(w, t): data["cost"][w][t] for w in workers for t in tasks}, ("workers", "tasks"),
-                    "cost units", "cost of giving a task to a worker")
+        b.add_param("cost", data["cost"], ("workers", "tasks"), "cost units", "cost of giving a task to a worker")
         x = b.add_vars("assign", ("workers", "tasks"), VarType.BINARY, description="1 if the worker gets the task")
         b.add_constrs("one_worker_per_task", ("tasks",), "every task gets exactly one worker",
                       lambda t: ([(x[(w, t)], 1) for w in workers], "==", 1))

@@ -76,7 +76,7 @@ class Blending(Family):
         raws = b.add_set("raws", data["raws"], "raw materials that can go into the blend")
         qualities = b.add_set("qualities", data["qualities"], "qualities with bounds on the blend's average")
         b.add_param("cost", data["cost"], ("raws",), "money per unit", "cost of one unit of raw material")
-        b.add_param("content", {(q, r): data["content"][q][r] for q in qualities for r in raws},
+        b.add_param("content", data["content"],
                     ("qualities", "raws"), "quality units", "quality level of each raw material")
         b.add_param("available", data["available"], ("raws",), "units", "raw material on hand")
         b.add_param("batch", data["batch"], (), "units", "size of the batch to blend")

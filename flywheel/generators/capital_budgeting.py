@@ -70,8 +70,8 @@ class CapitalBudgeting(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("capital_budgeting")
         projects = b.add_set("projects", data["projects"], "candidate projects")
-        years = b.add_set("years", data["years"], "budget years")
-        b.add_param("cost", {(p, y): data["cost"][p][y] for p in projects for y in years}, ("projects", "years"),
+        b.add_set("years", data["years"], "budget years")
+        b.add_param("cost", data["cost"], ("projects", "years"),
                     "thousand money", "spending of a funded project in a year")
         b.add_param("npv", data["npv"], ("projects",), "thousand money", "net present value of a project")
         b.add_param("budget", data["budget"], ("years",), "thousand money", "budget of a year")

@@ -67,10 +67,9 @@ class Diet(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("diet")
         foods = b.add_set("foods", data["foods"], "foods that can be bought")
-        nutrients = b.add_set("nutrients", data["nutrients"], "nutrients with a minimum requirement")
+        b.add_set("nutrients", data["nutrients"], "nutrients with a minimum requirement")
         b.add_param("cost", data["cost"], ("foods",), "money per unit", "cost of one unit of food")
-        b.add_param("content", {(n, f): data["content"][n][f] for n in nutrients for f in foods},
-                    ("nutrients", "foods"), "per unit", "nutrient in one unit of food")
+        b.add_param("content", data["content"], ("nutrients", "foods"), "per unit", "nutrient in one unit of food")
         b.add_param("max_amount", data["max_amount"], ("foods",), "units", "most units of a food allowed")
         b.add_param("requirement", data["requirement"], ("nutrients",), "", "minimum nutrient intake")
         buy = b.add_vars("buy", ("foods",), description="units of each food in the mix", unit="units")

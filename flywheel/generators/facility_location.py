@@ -78,8 +78,7 @@ class FacilityLocation(Family):
         b.add_param("demand", data["demand"], ("customers",), "units", "demand of each customer")
         b.add_param("capacity", data["capacity"], ("facilities",), "units", "capacity of an open facility")
         b.add_param("fixed_cost", data["fixed_cost"], ("facilities",), "money", "cost of opening a facility")
-        b.add_param("cost", {(f, c): data["cost"][f][c] for f in facs for c in custs}, ("facilities", "customers"),
-                    "money per unit", "cost of serving one unit")
+        b.add_param("cost", data["cost"], ("facilities", "customers"), "money per unit", "cost of serving one unit")
         open_ = b.add_vars("open", ("facilities",), VarType.BINARY, description="1 if the facility is opened")
         serve = b.add_vars("serve", ("facilities", "customers"), description="demand served from a facility",
                            unit="units")

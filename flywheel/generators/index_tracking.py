@@ -68,8 +68,7 @@ class IndexTracking(Family):
         b = ModelBuilder("index_tracking")
         assets = b.add_set("assets", data["assets"], "assets that may be held")
         periods = b.add_set("periods", data["periods"], "past periods of return history")
-        b.add_param("ret", {(a, t): data["ret"][a][t] for a in assets for t in periods}, ("assets", "periods"),
-                    "percent", "return of an asset in a period")
+        b.add_param("ret", data["ret"], ("assets", "periods"), "percent", "return of an asset in a period")
         b.add_param("index", data["index"], ("periods",), "percent", "return of the index in a period")
         b.add_param("cap", data["cap"], ("assets",), "percent", "largest share of the portfolio in an asset")
         w = b.add_vars("weight", ("assets",), description="share of the portfolio in each asset", unit="fraction")

@@ -56,8 +56,7 @@ class JobShop(Family):
         b = ModelBuilder("job_shop")
         jobs = b.add_set("jobs", data["jobs"], "jobs to schedule")
         machines = b.add_set("machines", data["machines"], "machines, one operation at a time")
-        b.add_param("time", {(j, m): data["time"][j][m] for j in jobs for m in machines}, ("jobs", "machines"),
-                    "minutes", "processing time of a job on a machine")
+        b.add_param("time", data["time"], ("jobs", "machines"), "minutes", "processing time of a job on a machine")
         b.add_param("deadline", data["deadline"], (), "minutes", "latest allowed makespan")
         big_m = sum(data["time"][j][m] for j in jobs for m in machines)
         b.add_param("big_m", big_m, (), "minutes", "sum of all processing times (no schedule needs more)",

@@ -72,8 +72,7 @@ class LotSizing(Family):
         b = ModelBuilder("lot_sizing")
         products = b.add_set("products", data["products"], "products made on the shared line")
         periods = b.add_set("periods", data["periods"], "planning periods in order")
-        b.add_param("demand", {(p, t): data["demand"][p][t] for p in products for t in periods},
-                    ("products", "periods"), "units", "demand to meet in each period")
+        b.add_param("demand", data["demand"], ("products", "periods"), "units", "demand to meet in each period")
         b.add_param("setup_cost", data["setup_cost"], ("products",), "money", "cost of a production run")
         b.add_param("holding_cost", data["holding_cost"], ("products",), "money per unit per period",
                     "cost of carrying one unit to the next period")

@@ -75,10 +75,9 @@ class MultiKnapsack(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("multi_knapsack")
         items = b.add_set("items", data["items"], "candidate items")
-        dims = b.add_set("dimensions", data["dims"], "limited capacities")
+        b.add_set("dimensions", data["dims"], "limited capacities")
         b.add_param("value", data["value"], ("items",), "value units", "value of taking an item")
-        b.add_param("weight", {(d, i): data["weight"][d][i] for d in dims for i in items}, ("dimensions", "items"),
-                    "capacity units", "capacity an item uses")
+        b.add_param("weight", data["weight"], ("dimensions", "items"), "capacity units", "capacity an item uses")
         b.add_param("capacity", data["capacity"], ("dimensions",), "capacity units", "capacity available")
         take = b.add_vars("take", ("items",), VarType.BINARY, description="1 if the item is selected")
         b.add_constrs("capacity", ("dimensions",), "selected items fit in every dimension",

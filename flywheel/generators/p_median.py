@@ -71,8 +71,7 @@ class PMedian(Family):
         b = ModelBuilder("p_median")
         sites = b.add_set("sites", data["sites"], "candidate sites")
         points = b.add_set("points", data["points"], "demand points")
-        b.add_param("dist", {(i, j): data["dist"][i][j] for i in points for j in sites}, ("points", "sites"),
-                    "distance", "distance from a demand point to a site")
+        b.add_param("dist", data["dist"], ("points", "sites"), "distance", "distance from a demand point to a site")
         b.add_param("demand", data["demand"], ("points",), "units", "demand of a point")
         b.add_param("p", data["p"], (), "sites", "number of sites to open")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the site is opened")

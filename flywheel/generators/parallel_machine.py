@@ -70,8 +70,7 @@ class ParallelMachine(Family):
         b = ModelBuilder("parallel_machine")
         jobs = b.add_set("jobs", data["jobs"], "jobs, each processed whole on one machine")
         machines = b.add_set("machines", data["machines"], "parallel machines")
-        b.add_param("time", {(j, m): data["time"][j][m] for j in jobs for m in machines}, ("jobs", "machines"),
-                    "time units", "processing time of a job on a machine")
+        b.add_param("time", data["time"], ("jobs", "machines"), "time units", "processing time of a job on a machine")
         b.add_param("deadline", data["deadline"], (), "time units", "latest allowed finish time")
         x = b.add_vars("assign", ("jobs", "machines"), VarType.BINARY, description="1 if the job runs on the machine")
         cmax = b.add_var("makespan", description="finish time of the busiest machine", unit="time units")

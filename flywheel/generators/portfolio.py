@@ -65,8 +65,7 @@ class Portfolio(Family):
         b = ModelBuilder("portfolio")
         assets = b.add_set("assets", data["assets"], "assets that can be held")
         b.add_param("expected_return", data["expected_return"], ("assets",), "percent", "expected return")
-        b.add_param("cov", {(a, c): data["cov"][a][c] for a in assets for c in assets}, ("assets", "assets"),
-                    "percent squared", "covariance of returns")
+        b.add_param("cov", data["cov"], ("assets", "assets"), "percent squared", "covariance of returns")
         b.add_param("target", data["target"], (), "percent", "minimum expected portfolio return")
         w = b.add_vars("weight", ("assets",), description="share of the budget in each asset", unit="fraction")
         b.con_group("budget", (), "the whole budget is allocated")

@@ -62,10 +62,9 @@ class ProductionPlanning(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("production_planning")
         products = b.add_set("products", data["products"], "products that can be made")
-        resources = b.add_set("resources", data["resources"], "limited resources")
+        b.add_set("resources", data["resources"], "limited resources")
         b.add_param("profit", data["profit"], ("products",), "$ per unit", "profit of one unit")
-        b.add_param("usage", {(r, p): data["usage"][r][p] for r in resources for p in products},
-                    ("resources", "products"), "per unit", "resource used by one unit")
+        b.add_param("usage", data["usage"], ("resources", "products"), "per unit", "resource used by one unit")
         b.add_param("capacity", data["capacity"], ("resources",), "", "resource available")
         b.add_param("min_output", data["min_output"], ("products",), "units", "minimum output required")
         make = b.add_vars("make", ("products",), description="units of each product to make", unit="units")

@@ -71,9 +71,9 @@ class SetCover(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("set_cover")
         cands = b.add_set("candidates", data["candidates"], "candidates that can be chosen")
-        elems = b.add_set("elements", data["elements"], "elements that must be covered")
+        b.add_set("elements", data["elements"], "elements that must be covered")
         b.add_param("cost", data["cost"], ("candidates",), "money", "cost of choosing a candidate")
-        b.add_param("covers", {(e, c): data["covers"][e][c] for e in elems for c in cands},
+        b.add_param("covers", data["covers"],
                     ("elements", "candidates"), "0/1", "1 if the candidate covers the element")
         b.add_param("need", data["need"], ("elements",), "times", "how many chosen candidates must cover it")
         pick = b.add_vars("choose", ("candidates",), VarType.BINARY, description="1 if the candidate is chosen")

@@ -69,8 +69,7 @@ class Transportation(Family):
         dests = b.add_set("destinations", data["dests"], "destinations with a demand to meet")
         b.add_param("supply", data["supply"], ("sources",), "units", "supply available at each source")
         b.add_param("demand", data["demand"], ("destinations",), "units", "demand of each destination")
-        b.add_param("cost", {(s, d): data["cost"][s][d] for s in sources for d in dests}, ("sources", "destinations"),
-                    "money per unit", "shipping cost per unit")
+        b.add_param("cost", data["cost"], ("sources", "destinations"), "money per unit", "shipping cost per unit")
         ship = b.add_vars("ship", ("sources", "destinations"), description="amount shipped on each route",
                           unit="units")
         b.add_constrs("supply", ("sources",), "no source ships more than it has",

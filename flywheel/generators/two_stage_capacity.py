@@ -70,8 +70,7 @@ class TwoStageCapacity(Family):
         b.add_param("make_cost", data["make_cost"], ("sites",), "money per unit", "cost of using capacity")
         b.add_param("buy_cost", data["buy_cost"], (), "money per unit", "cost of buying a unit")
         b.add_param("buy_max", data["buy_max"], (), "units", "most that can be bought per scenario")
-        b.add_param("demand", {(sc, s): data["demand"][sc][s] for sc in scen for s in sites}, ("scenarios", "sites"),
-                    "units", "demand at a site in a scenario")
+        b.add_param("demand", data["demand"], ("scenarios", "sites"), "units", "demand at a site in a scenario")
         cap = b.add_vars("capacity", ("sites",), description="capacity built now (first stage)")
         make = b.add_vars("make", ("scenarios", "sites"), description="output in a scenario (recourse)")
         buy = b.add_vars("buy", ("scenarios", "sites"), description="units bought in a scenario (recourse)")

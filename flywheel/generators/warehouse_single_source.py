@@ -75,7 +75,7 @@ class WarehouseSingleSource(Family):
         b.add_param("demand", data["demand"], ("customers",), "units per week", "demand of a customer")
         b.add_param("cap", data["cap"], ("sites",), "units per week", "capacity of a warehouse")
         b.add_param("fixed", data["fixed"], ("sites",), "money per week", "fixed cost of an open warehouse")
-        b.add_param("ship", {(c, s): data["ship"][c][s] for c in customers for s in sites}, ("customers", "sites"),
+        b.add_param("ship", data["ship"], ("customers", "sites"),
                     "money per unit", "shipping cost per unit from a warehouse to a customer")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the warehouse opens")
         x = b.add_vars("assign", ("customers", "sites"), VarType.BINARY, description="1 if served from there")
