@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, pick, register
+from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -70,7 +70,7 @@ class AmbulanceLocation(Family):
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         d = pick(rng, data["districts"])
         far = {s: max(t, data["standard"] + int(rng.integers(1, 6))) for s, t in data["time"][d].items()}
-        return {**data, "time": {**data["time"], d: far}}
+        return replace_at(data, ("time", d), far)
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("ambulance_location")

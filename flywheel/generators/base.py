@@ -196,7 +196,16 @@ def exceed(data: dict[str, Any], field: str, key: str, bound: Any, slack: Any) -
     """The infeasibility lever most families share: a copy of ``data`` with ``data[field][key]`` set to
     ``int(bound + slack)``, where ``bound`` is the most the instance can ever deliver for that entry (a demand,
     a requirement, a cover count) and ``slack`` > 0 (an ``rng.integers`` draw or a constant) pushes it past that."""
-    return {**data, field: {**data[field], key: int(bound + slack)}}
+    return replace_at(data, (field, key), int(bound + slack))
+
+
+def replace_at(data: dict[str, Any], path: Sequence[str], value: Any) -> dict[str, Any]:
+    """A copy of ``data`` with the entry at ``path`` (``("demand", product, period)`` is
+    ``data["demand"][product][period]``) set to ``value``: the other levers of ``make_infeasible`` (a deadline
+    below the shortest schedule, one period's demand over its capacity). Only the dicts along the path are copied;
+    ``data`` itself is left as it was."""
+    head, *rest = path
+    return {**data, head: replace_at(data[head], rest, value) if rest else value}
 
 
 @functools.cache

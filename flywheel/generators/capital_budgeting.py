@@ -14,7 +14,7 @@ import numpy as np
 
 from flywheel.generators._phrasing import thousands
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType
 
@@ -63,9 +63,9 @@ class CapitalBudgeting(Family):
                 "mandatory": must, "requires": [pre, post], "exclusive": [ex1, ex2]}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        y = data["years"][int(rng.integers(len(data["years"])))]
+        y = pick(rng, data["years"])
         spend = data["cost"][data["mandatory"]][y]
-        return {**data, "budget": {**data["budget"], y: int(spend - rng.integers(1, min(spend, 8)))}}
+        return replace_at(data, ("budget", y), int(spend - rng.integers(1, min(spend, 8))))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("capital_budgeting")

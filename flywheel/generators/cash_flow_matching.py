@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -57,7 +57,7 @@ class CashFlowMatching(Family):
         T = len(data["years"])
         total = sum(data["cap"][b] * (data["coupon"][b] * data["maturity"][b] + 100) for b in data["bonds"])
         bound = math.ceil(total * (1 + data["rate"] / 100) ** T)
-        return {**data, "liability": {**data["liability"], data["years"][-1]: bound + int(rng.integers(1, 50))}}
+        return exceed(data, "liability", data["years"][-1], bound, rng.integers(1, 50))
 
     def _inflow(self, data: dict[str, Any], b: str, k: int) -> int:
         m = data["maturity"][b]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, exceed, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -57,7 +57,7 @@ class FixedChargeNetwork(Family):
                 "fixed": fixed, "capacity": capacity}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        c = data["customers"][int(rng.integers(len(data["customers"])))]
+        c = pick(rng, data["customers"])
         return exceed(data, "demand", c, sum(data["supply"].values()), 12 * int(rng.integers(1, 5)))
 
     def build(self, data: dict[str, Any]) -> Model:

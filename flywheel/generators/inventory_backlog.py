@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -52,7 +52,7 @@ class InventoryBacklog(Family):
         last = data["periods"][-1]
         others = sum(v for t, v in data["demand"].items() if t != last)
         most = sum(data["capacity"].values()) + data["opening"] - others
-        return {**data, "demand": {**data["demand"], last: int(most + rng.integers(1, 20))}}
+        return exceed(data, "demand", last, most, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("inventory_backlog")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, money, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType
 
@@ -66,7 +66,7 @@ class LotSizing(Family):
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         p, t = data["products"][0], data["periods"][0]
         too_much = data["capacity"][t] + data["initial"][p] + int(rng.integers(1, 20))
-        return {**data, "demand": {**data["demand"], p: {**data["demand"][p], t: too_much}}}
+        return replace_at(data, ("demand", p, t), too_much)
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("lot_sizing")

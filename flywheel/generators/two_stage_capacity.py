@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators.base import Family, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -55,10 +55,8 @@ class TwoStageCapacity(Family):
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         sc, s = data["scenarios"][-1], data["sites"][0]
-        demand = {k: dict(v) for k, v in data["demand"].items()}
         # Each site's demand is served by its own capacity plus shared buying: the site's cap + buy_max + 1 fails.
-        demand[sc][s] = int(data["cap_max"][s] + data["buy_max"] + rng.integers(1, 20))
-        return {**data, "demand": demand}
+        return replace_at(data, ("demand", sc, s), int(data["cap_max"][s] + data["buy_max"] + rng.integers(1, 20)))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("two_stage_capacity")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, exceed, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -51,7 +51,7 @@ class UnitCommitment(Family):
                 "startup": {u: int(rng.integers(100, 900)) for u in units}}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        t = data["periods"][int(rng.integers(len(data["periods"])))]
+        t = pick(rng, data["periods"])
         return exceed(data, "demand", t, sum(data["pmax"].values()), rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._text import join, listing, names, table
-from flywheel.generators.base import Family, pick, register
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -66,7 +66,7 @@ class WarehouseSingleSource(Family):
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         c = pick(rng, data["customers"])
-        return {**data, "demand": {**data["demand"], c: max(data["cap"].values()) + int(rng.integers(1, 10))}}
+        return exceed(data, "demand", c, max(data["cap"].values()), rng.integers(1, 10))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("warehouse_single_source")
