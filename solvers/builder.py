@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from solvers.ir import (
     ConGroup,
@@ -42,12 +45,18 @@ class ModelBuilder:
     def add_param(
         self,
         name: str,
-        values: float | dict[str, float] | dict[tuple[str, ...], float],
+        values: float | Mapping[str, Any] | Mapping[tuple[str, ...], float],
         index: Sequence[str] = (),
         unit: str = "",
         description: str = "",
         derived: bool = False,
     ) -> None:
+        """One parameter over the ``index`` sets (declared first). ``values``: a number (no index), a dict by
+        element (one set) or by element tuple, or nested dicts one level per set (``values[row][col]``), read in
+        the order of the sets' elements."""
+        if isinstance(values, dict) and len(index) > 1 and any(isinstance(v, dict) for v in values.values()):
+            values = {key: functools.reduce(operator.getitem, key, values)
+                      for key in itertools.product(*(self._sets[s].elements for s in index))}
         if isinstance(values, dict):
             flat = {(",".join(k) if isinstance(k, tuple) else str(k)): float(v) for k, v in values.items()}
             stored: float | dict[str, float] = flat
@@ -85,6 +94,23 @@ class ModelBuilder:
 
     def con_group(self, name: str, index: Sequence[str] = (), description: str = "") -> None:
         self._con_groups.setdefault(name, ConGroup(name=name, index=tuple(index), description=description))
+
+    def add_constrs(self, group: str, index: Sequence[str], description: str,
+                    row: Callable[..., tuple[Terms, ConSense | str, float]],
+                    keys: Iterable[str | Sequence[str]] | None = None) -> None:
+        """Declare constraint group ``group`` over ``index`` and add one row per key: ``row(*key)`` returns the
+        row's ``(terms, sense, rhs)``. ``keys`` defaults to every element of the product of the ``index`` sets, in
+        order; pass it for some of them (the lanes that exist, the mandatory items). A key may be one name.
+
+            b.add_constrs("max_amount", ("foods",), "no food beyond its cap",
+                          lambda f: ([(buy[(f,)], 1)], "<=", data["max_amount"][f]))
+        """
+        self.con_group(group, index, description)
+        if keys is None:
+            keys = itertools.product(*(self._sets[s].elements for s in index))
+        for key in keys:
+            key = (key,) if isinstance(key, str) else tuple(key)
+            self.add_constr(group, key, *row(*key))
 
     def add_constr(self, group: str, key: Sequence[str], terms: Terms, sense: ConSense | str, rhs: float) -> str:
         """Add one row of constraint group ``group`` (declare the group first with ``con_group``).

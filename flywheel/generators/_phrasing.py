@@ -11,8 +11,10 @@ The leading underscore keeps ``family_names()`` from importing this module as a 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -55,117 +57,12 @@ def text_rng(*parts: Any) -> np.random.Generator:
 
 # ---- stories -------------------------------------------------------------------------------------------------
 
-# Per application domain: business names, what kind of outfit it is, and the situation that prompts the question.
-_STORY: dict[str, dict[str, list[str]]] = {
-    "manufacturing": {
-        "names": ["Harlow Components", "Brightline Fabrication", "Kestrel Works", "Orchard Metalcraft",
-                  "Tidewater Plastics", "Norcross Assembly"],
-        "kind": ["a mid-sized manufacturer", "a family-owned factory", "a contract manufacturer"],
-        "situation": ["Its operations manager is drawing up next month's plan",
-                      "After a costly quarter, the plant manager wants the plan checked by a model",
-                      "The planning team meets on Monday and needs a recommendation"],
-    },
-    "logistics": {
-        "names": ["Swiftway Freight", "Blue Harbor Logistics", "Crossdock Express", "Meridian Haulage",
-                  "Northstar Couriers", "Pinecrest Distribution"],
-        "kind": ["a regional carrier", "a third-party logistics firm", "a parcel company"],
-        "situation": ["Its dispatcher is preparing tomorrow's plan",
-                      "Fuel prices have risen and the logistics lead wants the cheapest plan",
-                      "A new contract starts next week and the network plan must be redone"],
-    },
-    "energy": {
-        "names": ["Greenvale Power", "Ridgeline Energy", "Solstice Utilities", "Cobalt Grid", "Windmere Power Co",
-                  "Lakeshore Electric"],
-        "kind": ["a regional utility", "an independent power producer", "a municipal energy company"],
-        "situation": ["The control room is scheduling the next day",
-                      "Its planning engineer must submit a plan to the grid operator",
-                      "With demand forecasts in hand, the dispatch team needs a plan"],
-    },
-    "finance": {
-        "names": ["Ashford Capital", "Beacon Wealth Partners", "Silverline Investments", "Copperleaf Advisors",
-                  "Granite Trust", "Harbourview Asset Management"],
-        "kind": ["a boutique investment firm", "a pension fund", "a family office"],
-        "situation": ["Its investment committee meets this week",
-                      "A client has asked for a recommendation before the year ends",
-                      "The risk team wants the allocation decided by a model"],
-    },
-    "health care": {
-        "names": ["St. Brigid's Hospital", "Riverside Medical Centre", "Maple Grove Clinic", "Westfield Health",
-                  "Sunrise Care Network", "Lakeview General"],
-        "kind": ["a regional hospital", "a community health network", "a private clinic group"],
-        "situation": ["Its administrator is planning the coming weeks",
-                      "After complaints about waiting times, management wants a better plan",
-                      "The board has asked the operations team for an optimised plan"],
-    },
-    "agriculture": {
-        "names": ["Willowbrook Farms", "Golden Acre Cooperative", "Hillside Orchards", "Prairie Wind Ranch",
-                  "Clearwater Growers", "Redfield Agri"],
-        "kind": ["a family farm", "a farming cooperative", "a commercial grower"],
-        "situation": ["The season is about to start and the farm manager must decide",
-                      "Its agronomist wants to plan the season with a model",
-                      "Input prices changed this year, so the plan is being redone"],
-    },
-    "telecom": {
-        "names": ["Skylink Networks", "Fibrewave Telecom", "Nimbus Mobile", "Relay Communications",
-                  "Orbital Broadband", "Signalpoint"],
-        "kind": ["a regional network operator", "a broadband provider", "a mobile carrier"],
-        "situation": ["Its network planners are preparing the next roll-out",
-                      "The engineering team must justify the plan to the finance department",
-                      "A new coverage target was announced and the plan must be revised"],
-    },
-    "retail": {
-        "names": ["Corner Basket Grocers", "Urban Threads", "Fresh Lane Markets", "Brightside Home Goods",
-                  "Maplewood Bakery", "Cityline Electronics"],
-        "kind": ["a chain of stores", "an online retailer", "a neighbourhood shop"],
-        "situation": ["The store manager is planning the coming period",
-                      "Ahead of the holiday season, the owner wants a careful plan",
-                      "Margins are thin, so the buyer wants the plan optimised"],
-    },
-    "public services": {
-        "names": ["the City of Eastbridge", "Northfield County", "the Harbor Transit Authority",
-                  "Westvale Municipal Services", "the Lakeside School District", "Greenford Council"],
-        "kind": ["a local government", "a public agency", "a municipal service"],
-        "situation": ["The council must approve a plan next month",
-                      "Residents asked for better service within the same budget",
-                      "The agency's analyst is preparing a recommendation"],
-    },
-    "sports and education": {
-        "names": ["Riverside Athletic Club", "Oakmont Academy", "Summit University", "Eagle Ridge Sports Centre",
-                  "Brookfield College", "Pioneer High School"],
-        "kind": ["a sports club", "a private school", "a university department"],
-        "situation": ["The coordinator is preparing the coming term",
-                      "The director wants the plan decided fairly and optimally",
-                      "Budgets are tight this year, so the plan is being optimised"],
-    },
-}
-
-# Distractor facts: (sentence with {n}, low, high). Their numbers play no part in any model.
-_FACTS: dict[str, list[tuple[str, int, int]]] = {
-    "*": [("The business was founded {n} years ago.", 3, 95), ("It employs {n} people in total.", 12, 900),
-          ("Last year it served about {n} customers.", 300, 9000),
-          ("Its head office is on the {n}th floor of a city building.", 4, 40),
-          ("The planning meeting is booked for {n} minutes.", 25, 90)],
-    "manufacturing": [("The plant has {n} parking spaces for staff.", 30, 400),
-                      ("Its oldest machine was installed {n} years ago.", 6, 45)],
-    "logistics": [("The company's fleet logo was redesigned {n} years ago.", 3, 20),
-                  ("Its depot has {n} loading docks, all of them free today.", 5, 60)],
-    "energy": [("The control room has {n} monitors on its video wall.", 6, 48),
-               ("The utility has been publicly listed for {n} years.", 5, 70)],
-    "finance": [("The firm manages {n} client accounts overall.", 40, 900),
-                ("Its analysts have on average {n} years of experience.", 4, 25)],
-    "health care": [("The hospital has {n} beds in its maternity ward.", 12, 80),
-                    ("Its cafeteria serves about {n} meals a day.", 150, 1500)],
-    "agriculture": [("The farmhouse was built {n} years ago.", 40, 180),
-                    ("The farm keeps {n} chickens for its own use.", 10, 300)],
-    "telecom": [("The company's call centre takes about {n} calls a day.", 200, 6000),
-                ("Its oldest tower is {n} metres tall.", 20, 90)],
-    "retail": [("The store has {n} checkout lanes.", 3, 30),
-               ("Its loyalty programme has {n} members.", 400, 20000)],
-    "public services": [("The district has {n} registered voters.", 2000, 90000),
-                        ("The town hall was renovated {n} years ago.", 4, 60)],
-    "sports and education": [("The stadium seats {n} spectators.", 800, 30000),
-                             ("The library holds {n} books.", 3000, 90000)],
-}
+# The stories and distractor facts are vocabulary, not logic: they live in phrasing_vocab.json (package data).
+# stories: application domain -> business names, kind of outfit, situation; facts: application domain ("*": any)
+# -> [sentence with {n}, low, high], numbers that play no part in any model.
+_VOCAB = json.loads(resources.files("flywheel.generators").joinpath("phrasing_vocab.json").read_text("utf-8"))
+_STORY: dict[str, dict[str, list[str]]] = _VOCAB["stories"]
+_FACTS: dict[str, list[list[Any]]] = _VOCAB["facts"]
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
 

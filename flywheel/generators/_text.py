@@ -50,8 +50,9 @@ def plural(word: str) -> str:
 
 
 def listing(values: Mapping[Any, Any], keys: Sequence[Any] | None = None, fmt: str = "{k} {v}",
-            sep: str = ", ") -> str:
+            sep: str = ", ", **fields: object) -> str:
     """One phrase per key, joined: ``listing({"A": 3, "B": 5})`` -> ``"A 3, B 5"``; ``fmt`` sees ``k`` (the key) and
-    ``v`` (its value through ``number_text``), e.g. ``"{k} ${v}"`` or ``"{v} hours on {k}"``. ``keys`` fixes the order
+    ``v`` (its value through ``number_text``), e.g. ``"{k} ${v}"`` or ``"{v} hours on {k}"``, and any ``fields``
+    (the same for every key: ``listing(cost, foods, "{k} {v} {unit}", unit="cents")``). ``keys`` fixes the order
     (default: the mapping's)."""
-    return sep.join(fmt.format(k=k, v=number_text(values[k])) for k in (values if keys is None else keys))
+    return sep.join(fmt.format(k=k, v=number_text(values[k]), **fields) for k in (values if keys is None else keys))

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, pick, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class AmbulanceLocation(Family):
     name = "ambulance_location"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"ambulance service": "public services", "fire brigade": "public services",
                "rural clinics": "health care"}
     techniques = ("set_partitioning_covering",)
@@ -72,14 +70,13 @@ class AmbulanceLocation(Family):
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         d = pick(rng, data["districts"])
         far = {s: max(t, data["standard"] + int(rng.integers(1, 6))) for s, t in data["time"][d].items()}
-        return {**data, "time": {**data["time"], d: far}}
+        return replace_at(data, ("time", d), far)
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("ambulance_location")
         sites = b.add_set("sites", data["sites"], "candidate station sites")
         districts = b.add_set("districts", data["districts"], "districts to be covered")
-        b.add_param("time", {(d, s): data["time"][d][s] for d in districts for s in sites}, ("districts", "sites"),
-                    "minutes", "travel time from a site to a district")
+        b.add_param("time", data["time"], ("districts", "sites"), "minutes", "travel time from a site to a district")
         b.add_param("standard", data["standard"], (), "minutes", "response-time standard")
         b.add_param("cost", data["cost"], ("sites",), "thousand money per year", "cost of opening a site")
         need = {d: 2 if d in data["priority"] else 1 for d in districts}
@@ -97,8 +94,8 @@ class AmbulanceLocation(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, districts, std = data["sites"], data["districts"], data["standard"]
-        times = "; ".join(f"{d}: " + ", ".join(f"{s} {n(data['time'][d][s])}" for s in sites) for d in districts)
-        costs = ", ".join(f"{s} {n(data['cost'][s])}" for s in sites)
+        times = "; ".join(f"{d}: " + listing(data["time"][d], sites) for d in districts)
+        costs = listing(data["cost"], sites)
         rule = (f"A district counts as covered by a station if the travel time is at most {n(std)} minutes. Every "
                 f"district must be covered by at least one open station, and the high-priority districts "
                 f"({join(data['priority'])}) by at least two.")

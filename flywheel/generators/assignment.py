@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "consulting firm": {
@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Assignment(Family):
     name = "assignment"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"consulting firm": "finance", "machine shop": "manufacturing", "translation agency": "public services"}
     techniques = ("set_partitioning_covering",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -72,24 +70,19 @@ class Assignment(Family):
         b = ModelBuilder("assignment")
         workers = b.add_set("workers", data["workers"], "who can take a task")
         tasks = b.add_set("tasks", data["tasks"], "tasks that must each be covered once")
-        b.add_param("cost", {(w, t): data["cost"][w][t] for w in workers for t in tasks}, ("workers", "tasks"),
-                    "cost units", "cost of giving a task to a worker")
+        b.add_param("cost", data["cost"], ("workers", "tasks"), "cost units", "cost of giving a task to a worker")
         x = b.add_vars("assign", ("workers", "tasks"), VarType.BINARY, description="1 if the worker gets the task")
-        b.con_group("one_worker_per_task", ("tasks",), "every task gets exactly one worker")
-        for t in tasks:
-            b.add_constr("one_worker_per_task", (t,), [(x[(w, t)], 1) for w in workers], "==", 1)
-        b.con_group("one_task_per_worker", ("workers",), "no worker takes more than one task")
-        for w in workers:
-            b.add_constr("one_task_per_worker", (w,), [(x[(w, t)], 1) for t in tasks], "<=", 1)
-        b.con_group("unqualified", ("workers", "tasks"), "a worker never gets a task they are not qualified for")
-        for w, t in data["unqualified"]:
-            b.add_constr("unqualified", (w, t), [(x[(w, t)], 1)], "==", 0)
+        b.add_constrs("one_worker_per_task", ("tasks",), "every task gets exactly one worker",
+                      lambda t: ([(x[(w, t)], 1) for w in workers], "==", 1))
+        b.add_constrs("one_task_per_worker", ("workers",), "no worker takes more than one task",
+                      lambda w: ([(x[(w, t)], 1) for t in tasks], "<=", 1))
+        b.add_constrs("unqualified", ("workers", "tasks"), "a worker never gets a task they are not qualified for",
+                      lambda w, t: ([(x[(w, t)], 1)], "==", 0), keys=data["unqualified"])
         b.set_objective("minimize", [(x[(w, t)], data["cost"][w][t]) for w in workers for t in tasks],
                         description="total assignment cost")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         workers, tasks = data["workers"], data["tasks"]
         banned: dict[str, list[str]] = {}
@@ -97,7 +90,7 @@ class Assignment(Family):
             banned.setdefault(w, []).append(t)
         rules = ("; ".join(f"{w} cannot do {join(ts)}" for w, ts in banned.items()) + ".") if banned else (
             f"Every {v['worker']} is qualified for every {v['task']}.")
-        costs = "; ".join(f"{w}: " + ", ".join(f"{t} {n(data['cost'][w][t])}" for t in tasks) for w in workers)
+        costs = "; ".join(f"{w}: " + listing(data["cost"][w], tasks) for w in workers)
         unit = v["cost"]
         if template == 0:
             return (f"A {domain} must assign {len(tasks)} {v['task']}s ({join(tasks)}) to its {len(workers)} "

@@ -8,9 +8,9 @@ Adding a family (the checklist; flywheel/generators/README.md says more):
 
 1. One new module ``flywheel/generators/<name>.py`` shaped like ``diet.py``: ``_DOMAINS`` (>= 3 story domains,
    each with its own vocabulary), a ``@register`` class with ``name``, ``problem_class`` (LP | IP | MILP | QP),
-   ``domains``, ``sectors`` (story domain -> one of ``APPLICATION_DOMAINS``), ``techniques`` (from
-   ``TECHNIQUES``), ``template_styles`` (one tuple of ``STYLES`` per own template) and, where some lists of the
-   data have a natural order (periods), ``reorder_keys``.
+   ``sectors`` (story domain -> one of ``APPLICATION_DOMAINS``, in ``_DOMAINS`` order: its keys are the family's
+   ``domains``), ``techniques`` (from ``TECHNIQUES``; default none), ``template_styles`` (one tuple of ``STYLES``
+   per own template) and, where some lists of the data have a natural order (periods), ``reorder_keys``.
 2. ``sample(rng, difficulty, domain)``: only the ``rng`` passed in; size grows with ``difficulty``; every number
    an int or a short decimal (the question must state it exactly); keep difficulty <= 3 solving well under 1 s.
 3. ``make_infeasible``: a provable reason (say it in the module docstring).
@@ -64,6 +64,10 @@ def register(cls: type[Family]) -> type[Family]:
     if cls.name in FAMILIES and FAMILIES[cls.name] is not cls:
         raise ValueError(f"family {cls.name!r} registered twice")
     where = f"family {cls.name}"
+    if "domains" not in vars(cls):
+        # The story domains are the keys of ``sectors`` (one application domain each), in that order: one list,
+        # not two to keep in step.
+        cls.domains = tuple(getattr(cls, "sectors", {}))
     bad = [t for t in cls.techniques if t not in TECHNIQUES]
     if bad:
         raise FlywheelError(f"unknown techniques {bad}; known: {', '.join(TECHNIQUES)}", culprit=where)
@@ -89,9 +93,9 @@ class Family(ABC):
     """
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "1"  # bump when a change alters the records of a seed
     problem_class: ClassVar[str]  # LP | IP | MILP | QP
-    domains: ClassVar[tuple[str, ...]]
+    domains: ClassVar[tuple[str, ...]]  # default (set by ``register``): the keys of ``sectors``, in order
     n_templates: ClassVar[int] = 4  # the family's own templates; ``n_phrasings`` adds the generic variants
     # Story domain -> application domain (one of APPLICATION_DOMAINS): what SQL slices by, and whose stories and
     # distractor facts the generic phrasings tell.
@@ -192,7 +196,16 @@ def exceed(data: dict[str, Any], field: str, key: str, bound: Any, slack: Any) -
     """The infeasibility lever most families share: a copy of ``data`` with ``data[field][key]`` set to
     ``int(bound + slack)``, where ``bound`` is the most the instance can ever deliver for that entry (a demand,
     a requirement, a cover count) and ``slack`` > 0 (an ``rng.integers`` draw or a constant) pushes it past that."""
-    return {**data, field: {**data[field], key: int(bound + slack)}}
+    return replace_at(data, (field, key), int(bound + slack))
+
+
+def replace_at(data: dict[str, Any], path: Sequence[str], value: Any) -> dict[str, Any]:
+    """A copy of ``data`` with the entry at ``path`` (``("demand", product, period)`` is
+    ``data["demand"][product][period]``) set to ``value``: the other levers of ``make_infeasible`` (a deadline
+    below the shortest schedule, one period's demand over its capacity). Only the dicts along the path are copied;
+    ``data`` itself is left as it was."""
+    head, *rest = path
+    return {**data, head: replace_at(data[head], rest, value) if rest else value}
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -52,9 +52,7 @@ def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
 @register
 class BinPacking(Family):
     name = "bin_packing"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"truck loading": "logistics", "cloud hosting": "telecom", "lumber cutting": "manufacturing"}
     techniques = ("set_partitioning_covering", "fixed_charge")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -84,13 +82,11 @@ class BinPacking(Family):
         b.add_param("n_bins", len(bins), (), "bins", "number of bins available")
         put = b.add_vars("put", ("items", "bins"), VarType.BINARY, description="1 if the item goes into the bin")
         use = b.add_vars("use", ("bins",), VarType.BINARY, description="1 if the bin is used")
-        b.con_group("assign", ("items",), "every item goes into exactly one bin")
-        for i in items:
-            b.add_constr("assign", (i,), [(put[(i, k)], 1) for k in bins], "==", 1)
-        b.con_group("capacity", ("bins",), "a used bin holds at most its capacity; an unused bin holds nothing")
-        for k in bins:
-            b.add_constr("capacity", (k,), [(put[(i, k)], data["size"][i]) for i in items]
-                         + [(use[(k,)], -data["capacity"])], "<=", 0)
+        b.add_constrs("assign", ("items",), "every item goes into exactly one bin",
+                      lambda i: ([(put[(i, k)], 1) for k in bins], "==", 1))
+        b.add_constrs("capacity", ("bins",), "a used bin holds at most its capacity; an unused bin holds nothing",
+                      lambda k: ([(put[(i, k)], data["size"][i]) for i in items] + [(use[(k,)], -data["capacity"])],
+                                 "<=", 0))
         # Number bins by their first item: item k (0-based) then lies in one of the first k+1 bins. Together with
         # use_in_order this removes the bin-relabelling symmetry that makes branch and bound slow.
         b.con_group("first_bins_only", ("items", "bins"), "item k goes into one of the first k+1 bins")
@@ -107,7 +103,7 @@ class BinPacking(Family):
         n = number_text
         v = _DOMAINS[domain]
         items, unit, cap, k = data["items"], v["unit"], n(data["capacity"]), n(len(data["bins"]))
-        sizes = ", ".join(f"{i} {n(data['size'][i])}" for i in items)
+        sizes = listing(data["size"], items)
         if template == 0:
             return (f"Packing for {domain}: {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
                     f"are: {sizes}. Every {v['bin']} holds at most {cap} {unit}, and {k} {v['bin']}s are available. "

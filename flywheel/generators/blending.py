@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -44,9 +44,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Blending(Family):
     name = "blending"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"steel foundry": "manufacturing", "oil refinery": "energy", "juice bottler": "agriculture"}
     techniques = ("ratio_percentage",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -78,7 +76,7 @@ class Blending(Family):
         raws = b.add_set("raws", data["raws"], "raw materials that can go into the blend")
         qualities = b.add_set("qualities", data["qualities"], "qualities with bounds on the blend's average")
         b.add_param("cost", data["cost"], ("raws",), "money per unit", "cost of one unit of raw material")
-        b.add_param("content", {(q, r): data["content"][q][r] for q in qualities for r in raws},
+        b.add_param("content", data["content"],
                     ("qualities", "raws"), "quality units", "quality level of each raw material")
         b.add_param("available", data["available"], ("raws",), "units", "raw material on hand")
         b.add_param("batch", data["batch"], (), "units", "size of the batch to blend")
@@ -87,9 +85,8 @@ class Blending(Family):
         use = b.add_vars("use", ("raws",), description="amount of each raw material blended", unit="units")
         b.con_group("batch_size", (), "the blend adds up to the batch size")
         b.add_constr("batch_size", (), [(use[(r,)], 1) for r in raws], "==", data["batch"])
-        b.con_group("available", ("raws",), "no more raw material than is on hand")
-        for r in raws:
-            b.add_constr("available", (r,), [(use[(r,)], 1)], "<=", data["available"][r])
+        b.add_constrs("available", ("raws",), "no more raw material than is on hand",
+                      lambda r: ([(use[(r,)], 1)], "<=", data["available"][r]))
         b.con_group("quality_min", ("qualities",), "average quality at least the lower bound (times batch)")
         b.con_group("quality_max", ("qualities",), "average quality at most the upper bound (times batch)")
         for q in qualities:
@@ -105,7 +102,7 @@ class Blending(Family):
         raws, qualities, unit, cur = data["raws"], data["qualities"], v["unit"], v["money"]
         qunit = {q: v["qualities"][q][0] for q in qualities}
         costs = ", ".join(f"{r} {money(data['cost'][r], cur)}" for r in raws)
-        stock = ", ".join(f"{n(data['available'][r])} {unit} of {r}" for r in raws)
+        stock = listing(data["available"], raws, "{v} {unit} of {k}", unit=unit)
         bounds = "; ".join(f"{q} between {n(data['lower'][q])} and {n(data['upper'][q])} {qunit[q]}"
                            for q in qualities)
         levels = "; ".join(f"{r} has " + ", ".join(f"{q} {n(data['content'][q][r])} {qunit[q]}" for q in qualities)

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "venture fund": {
@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class CapitalBudgeting(Family):
     name = "capital_budgeting"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"venture fund": "finance", "city infrastructure": "public services", "network upgrade": "telecom"}
     techniques = ("either_or_if_then",)
     template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "units"),
@@ -65,22 +63,21 @@ class CapitalBudgeting(Family):
                 "mandatory": must, "requires": [pre, post], "exclusive": [ex1, ex2]}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        y = data["years"][int(rng.integers(len(data["years"])))]
+        y = pick(rng, data["years"])
         spend = data["cost"][data["mandatory"]][y]
-        return {**data, "budget": {**data["budget"], y: int(spend - rng.integers(1, min(spend, 8)))}}
+        return replace_at(data, ("budget", y), int(spend - rng.integers(1, min(spend, 8))))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("capital_budgeting")
         projects = b.add_set("projects", data["projects"], "candidate projects")
-        years = b.add_set("years", data["years"], "budget years")
-        b.add_param("cost", {(p, y): data["cost"][p][y] for p in projects for y in years}, ("projects", "years"),
+        b.add_set("years", data["years"], "budget years")
+        b.add_param("cost", data["cost"], ("projects", "years"),
                     "thousand money", "spending of a funded project in a year")
         b.add_param("npv", data["npv"], ("projects",), "thousand money", "net present value of a project")
         b.add_param("budget", data["budget"], ("years",), "thousand money", "budget of a year")
         x = b.add_vars("fund", ("projects",), VarType.BINARY, description="1 if the project is funded")
-        b.con_group("budget", ("years",), "spending within each year's budget")
-        for y in years:
-            b.add_constr("budget", (y,), [(x[(p,)], data["cost"][p][y]) for p in projects], "<=", data["budget"][y])
+        b.add_constrs("budget", ("years",), "spending within each year's budget",
+                      lambda y: ([(x[(p,)], data["cost"][p][y]) for p in projects], "<=", data["budget"][y]))
         pre, post = data["requires"]
         b.con_group("requires", (), "a project only with its prerequisite (if-then)")
         b.add_constr("requires", (), [(x[(post,)], 1), (x[(pre,)], -1)], "<=", 0)
@@ -93,7 +90,6 @@ class CapitalBudgeting(Family):
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         projects, years = data["projects"], data["years"]
         pre, post = data["requires"]
@@ -101,9 +97,9 @@ class CapitalBudgeting(Family):
         must = data["mandatory"]
         rules = (f"{post} can only go ahead if {pre} is also funded. {one} and {two} exclude each other, so at "
                  f"most one of them may be chosen. {must} must be funded because of {v['must']}.")
-        spend = "; ".join(f"{p}: " + ", ".join(f"{n(data['cost'][p][y])} in {y}" for y in years) for p in projects)
-        npv = ", ".join(f"{p} {n(data['npv'][p])}" for p in projects)
-        budgets = ", ".join(f"{n(data['budget'][y])} in {y}" for y in years)
+        spend = "; ".join(f"{p}: " + listing(data["cost"][p], years, "{v} in {k}") for p in projects)
+        npv = listing(data["npv"], projects)
+        budgets = listing(data["budget"], years, "{v} in {k}")
         if template == 0:
             return (f"{v['who'].capitalize()} is choosing which of {len(projects)} candidates to fund: {join(projects)}. "
                     f"Spending (thousand dollars) per year: {spend}. Net present values (thousand dollars): {npv}. "

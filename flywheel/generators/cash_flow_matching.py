@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class CashFlowMatching(Family):
     name = "cash_flow_matching"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"pension fund": "finance", "lottery payout": "finance", "insurance reserve": "finance"}
     techniques = ("multi_period_balance", "ratio_percentage")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))
@@ -59,7 +57,7 @@ class CashFlowMatching(Family):
         T = len(data["years"])
         total = sum(data["cap"][b] * (data["coupon"][b] * data["maturity"][b] + 100) for b in data["bonds"])
         bound = math.ceil(total * (1 + data["rate"] / 100) ** T)
-        return {**data, "liability": {**data["liability"], data["years"][-1]: bound + int(rng.integers(1, 50))}}
+        return exceed(data, "liability", data["years"][-1], bound, rng.integers(1, 50))
 
     def _inflow(self, data: dict[str, Any], b: str, k: int) -> int:
         m = data["maturity"][b]
@@ -83,9 +81,7 @@ class CashFlowMatching(Family):
             if k > 1:
                 terms.append((cash[(years[k - 2],)], 1 + data["rate"] / 100))
             m.add_constr("balance", (y,), terms, "==", data["liability"][y])
-        m.con_group("cap", ("bonds",), "availability of each bond")
-        for b in bonds:
-            m.add_constr("cap", (b,), [(x[(b,)], 1)], "<=", data["cap"][b])
+        m.add_constrs("cap", ("bonds",), "availability of each bond", lambda b: ([(x[(b,)], 1)], "<=", data["cap"][b]))
         m.set_objective("minimize", [(x[(b,)], data["price"][b]) for b in bonds], description="purchase cost")
         return m.build()
 
@@ -95,7 +91,7 @@ class CashFlowMatching(Family):
         bonds, years = data["bonds"], data["years"]
         desc = "; ".join(f"{b}: price {n(data['price'][b])}, coupon {n(data['coupon'][b])} per year, matures at the end of "
                          f"year {n(data['maturity'][b])}, at most {n(data['cap'][b])} available" for b in bonds)
-        owed = ", ".join(f"{n(data['liability'][y])} in {y}" for y in years)
+        owed = listing(data["liability"], years, "{v} in {k}")
         rule = (f"Each bond has a face value of 100, paid back in its maturity year together with that year's "
                 f"coupon; coupons are paid at the end of every year up to maturity. Surplus cash earns "
                 f"{n(data['rate'])}% per year until the next year. Fractional bond amounts are allowed.")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -42,11 +42,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Diet(Family):
     name = "diet"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"hospital menu": "health care", "livestock feed": "agriculture", "fertiliser mix": "agriculture"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -70,20 +67,16 @@ class Diet(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("diet")
         foods = b.add_set("foods", data["foods"], "foods that can be bought")
-        nutrients = b.add_set("nutrients", data["nutrients"], "nutrients with a minimum requirement")
+        b.add_set("nutrients", data["nutrients"], "nutrients with a minimum requirement")
         b.add_param("cost", data["cost"], ("foods",), "money per unit", "cost of one unit of food")
-        b.add_param("content", {(n, f): data["content"][n][f] for n in nutrients for f in foods},
-                    ("nutrients", "foods"), "per unit", "nutrient in one unit of food")
+        b.add_param("content", data["content"], ("nutrients", "foods"), "per unit", "nutrient in one unit of food")
         b.add_param("max_amount", data["max_amount"], ("foods",), "units", "most units of a food allowed")
         b.add_param("requirement", data["requirement"], ("nutrients",), "", "minimum nutrient intake")
         buy = b.add_vars("buy", ("foods",), description="units of each food in the mix", unit="units")
-        b.con_group("requirement", ("nutrients",), "each nutrient reaches its minimum")
-        for n in nutrients:
-            b.add_constr("requirement", (n,), [(buy[(f,)], data["content"][n][f]) for f in foods], ">=",
-                         data["requirement"][n])
-        b.con_group("max_amount", ("foods",), "no food beyond its cap")
-        for f in foods:
-            b.add_constr("max_amount", (f,), [(buy[(f,)], 1)], "<=", data["max_amount"][f])
+        b.add_constrs("requirement", ("nutrients",), "each nutrient reaches its minimum",
+                      lambda n: ([(buy[(f,)], data["content"][n][f]) for f in foods], ">=", data["requirement"][n]))
+        b.add_constrs("max_amount", ("foods",), "no food beyond its cap",
+                      lambda f: ([(buy[(f,)], 1)], "<=", data["max_amount"][f]))
         b.set_objective("minimize", [(buy[(f,)], data["cost"][f]) for f in foods], description="total cost")
         return b.build()
 
@@ -91,9 +84,9 @@ class Diet(Family):
         n = number_text
         v = _DOMAINS[domain]
         foods, nutrients, unit, serving, money = data["foods"], data["nutrients"], v["unit"], v["serving"], v["money"]
-        costs = ", ".join(f"{f} {n(data['cost'][f])} {money}" for f in foods)
-        caps = ", ".join(f"{n(data['max_amount'][f])} {serving} of {f}" for f in foods)
-        needs = ", ".join(f"{n(data['requirement'][k])} {unit} of {k}" for k in nutrients)
+        costs = listing(data["cost"], foods, "{k} {v} {money}", money=money)
+        caps = listing(data["max_amount"], foods, "{v} {serving} of {k}", serving=serving)
+        needs = listing(data["requirement"], nutrients, "{v} {unit} of {k}", unit=unit)
         contents = "; ".join(
             f"one unit of {f} gives " + ", ".join(f"{n(data['content'][k][f])} {unit} {k}" for k in nutrients)
             for f in foods)

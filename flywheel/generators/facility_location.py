@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "retail distribution": {
@@ -43,9 +43,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class FacilityLocation(Family):
     name = "facility_location"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"retail distribution": "retail", "cloud computing": "telecom", "public health": "health care"}
     techniques = ("fixed_charge", "big_m_indicator")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -80,31 +78,26 @@ class FacilityLocation(Family):
         b.add_param("demand", data["demand"], ("customers",), "units", "demand of each customer")
         b.add_param("capacity", data["capacity"], ("facilities",), "units", "capacity of an open facility")
         b.add_param("fixed_cost", data["fixed_cost"], ("facilities",), "money", "cost of opening a facility")
-        b.add_param("cost", {(f, c): data["cost"][f][c] for f in facs for c in custs}, ("facilities", "customers"),
-                    "money per unit", "cost of serving one unit")
+        b.add_param("cost", data["cost"], ("facilities", "customers"), "money per unit", "cost of serving one unit")
         open_ = b.add_vars("open", ("facilities",), VarType.BINARY, description="1 if the facility is opened")
         serve = b.add_vars("serve", ("facilities", "customers"), description="demand served from a facility",
                            unit="units")
-        b.con_group("demand", ("customers",), "every customer's demand is fully served")
-        for c in custs:
-            b.add_constr("demand", (c,), [(serve[(f, c)], 1) for f in facs], "==", data["demand"][c])
-        b.con_group("capacity", ("facilities",), "a facility serves up to its capacity, and only if open")
-        for f in facs:
-            b.add_constr("capacity", (f,), [(serve[(f, c)], 1) for c in custs] + [(open_[(f,)],
-                         -data["capacity"][f])], "<=", 0)
+        b.add_constrs("demand", ("customers",), "every customer's demand is fully served",
+                      lambda c: ([(serve[(f, c)], 1) for f in facs], "==", data["demand"][c]))
+        b.add_constrs("capacity", ("facilities",), "a facility serves up to its capacity, and only if open",
+                      lambda f: ([(serve[(f, c)], 1) for c in custs] + [(open_[(f,)], -data["capacity"][f])], "<=", 0))
         b.set_objective("minimize", [(open_[(f,)], data["fixed_cost"][f]) for f in facs]
                         + [(serve[(f, c)], data["cost"][f][c]) for f in facs for c in custs],
                         description="opening cost plus serving cost")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         facs, custs, unit, cur = data["facilities"], data["customers"], v["unit"], v["money"]
-        demand = ", ".join(f"{c} {n(data['demand'][c])}" for c in custs)
-        caps = ", ".join(f"{f} {n(data['capacity'][f])}" for f in facs)
+        demand = listing(data["demand"], custs)
+        caps = listing(data["capacity"], facs)
         fixed = ", ".join(f"{f} {money(data['fixed_cost'][f], cur)}" for f in facs)
-        costs = "; ".join(f"from {f}: " + ", ".join(f"{c} {n(data['cost'][f][c])}" for c in custs) for f in facs)
+        costs = "; ".join(f"from {f}: " + listing(data["cost"][f], custs) for f in facs)
         if template == 0:
             return (f"In {domain}, a planner may open any of the {v['facility']}s {join(facs)}. Opening costs: "
                     f"{fixed}. Capacities ({unit}): {caps}. Each {v['customer']} has a demand ({unit}): {demand}. "

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, exceed, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -37,9 +37,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class FixedChargeNetwork(Family):
     name = "fixed_charge_network"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"bakery distribution": "retail", "regional freight": "logistics", "fuel supply": "energy"}
     techniques = ("fixed_charge", "big_m_indicator")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
@@ -59,7 +57,7 @@ class FixedChargeNetwork(Family):
                 "fixed": fixed, "capacity": capacity}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        c = data["customers"][int(rng.integers(len(data["customers"])))]
+        c = pick(rng, data["customers"])
         return exceed(data, "demand", c, sum(data["supply"].values()), 12 * int(rng.integers(1, 5)))
 
     def build(self, data: dict[str, Any]) -> Model:
@@ -77,15 +75,12 @@ class FixedChargeNetwork(Family):
                     "units", "most a lane can carry once opened")
         x = b.add_vars("ship", ("depots", "customers"), description="units shipped on a lane", unit="units")
         y = b.add_vars("open", ("depots", "customers"), VarType.BINARY, description="1 if the lane is opened")
-        b.con_group("supply", ("depots",), "a depot ships at most its supply")
-        for d in depots:
-            b.add_constr("supply", (d,), [(x[(d, c)], 1) for c in customers], "<=", data["supply"][d])
-        b.con_group("demand", ("customers",), "every customer receives its demand")
-        for c in customers:
-            b.add_constr("demand", (c,), [(x[(d, c)], 1) for d in depots], ">=", data["demand"][c])
-        b.con_group("link", ("depots", "customers"), "a lane carries goods only when opened (capacity as big-M)")
-        for d, c in lanes:
-            b.add_constr("link", (d, c), [(x[(d, c)], 1), (y[(d, c)], -data["capacity"][d][c])], "<=", 0)
+        b.add_constrs("supply", ("depots",), "a depot ships at most its supply",
+                      lambda d: ([(x[(d, c)], 1) for c in customers], "<=", data["supply"][d]))
+        b.add_constrs("demand", ("customers",), "every customer receives its demand",
+                      lambda c: ([(x[(d, c)], 1) for d in depots], ">=", data["demand"][c]))
+        b.add_constrs("link", ("depots", "customers"), "a lane carries goods only when opened (capacity as big-M)",
+                      lambda d, c: ([(x[(d, c)], 1), (y[(d, c)], -data["capacity"][d][c])], "<=", 0), keys=lanes)
         b.set_objective("minimize", [(x[k], data["price"][k[0]][k[1]] / 12) for k in lanes]
                         + [(y[k], data["fixed"][k[0]][k[1]]) for k in lanes], description="fixed plus shipping cost")
         return b.build()
@@ -94,8 +89,8 @@ class FixedChargeNetwork(Family):
         n = number_text
         v = _DOMAINS[domain]
         depots, customers, goods, lane = data["depots"], data["customers"], v["goods"], v["lane"]
-        sup = ", ".join(f"{d} {n(data['supply'][d])}" for d in depots)
-        dem = ", ".join(f"{c} {n(data['demand'][c])}" for c in customers)
+        sup = listing(data["supply"], depots)
+        dem = listing(data["demand"], customers)
         lanes = "; ".join(f"{d} to {c}: ${n(data['price'][d][c])} per dozen {goods}, ${n(data['fixed'][d][c])} to "
                           f"open, up to {n(data['capacity'][d][c])} {goods}" for d in depots for c in customers)
         if template == 0:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -32,9 +32,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class GoalProgramming(Family):
     name = "goal_programming"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"furniture maker": "manufacturing", "organic farm": "agriculture", "gift shop workshop": "retail"}
     techniques = ("goal_programming_weighted", "absolute_value")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
@@ -91,8 +89,8 @@ class GoalProgramming(Family):
         n = number_text
         v = _DOMAINS[domain]
         products = data["products"]
-        profits = ", ".join(f"{p} ${n(data['profit'][p])}" for p in products)
-        labour = ", ".join(f"{p} {n(data['labour'][p])} minutes" for p in products)
+        profits = listing(data["profit"], products, "{k} ${v}")
+        labour = listing(data["labour"], products, "{k} {v} minutes")
         mat = ", ".join(f"{p} {n(data['material'][p])} {v['munit']}" for p in products)
         goals = (f"The owner would like a profit of at least ${n(data['profit_goal'])} and would like to keep the "
                  f"{v['staff']} busy for exactly {n(data['labour_goal'])} hours. Each dollar of profit below the goal "

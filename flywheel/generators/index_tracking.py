@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, number_text
+from solvers.ir import Model
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "equity index fund": {
@@ -42,9 +42,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class IndexTracking(Family):
     name = "index_tracking"
-    version = "1"
     problem_class = "QP"
-    domains = tuple(_DOMAINS)
     sectors = {"equity index fund": "finance", "pension replication": "finance", "commodity tracker": "finance"}
     techniques = ("quadratic_objective", "ratio_percentage")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))
@@ -70,8 +68,7 @@ class IndexTracking(Family):
         b = ModelBuilder("index_tracking")
         assets = b.add_set("assets", data["assets"], "assets that may be held")
         periods = b.add_set("periods", data["periods"], "past periods of return history")
-        b.add_param("ret", {(a, t): data["ret"][a][t] for a in assets for t in periods}, ("assets", "periods"),
-                    "percent", "return of an asset in a period")
+        b.add_param("ret", data["ret"], ("assets", "periods"), "percent", "return of an asset in a period")
         b.add_param("index", data["index"], ("periods",), "percent", "return of the index in a period")
         b.add_param("cap", data["cap"], ("assets",), "percent", "largest share of the portfolio in an asset")
         w = b.add_vars("weight", ("assets",), description="share of the portfolio in each asset", unit="fraction")
@@ -79,24 +76,21 @@ class IndexTracking(Family):
                          unit="percent")
         b.con_group("invested", (), "the weights sum to one (fully invested)")
         b.add_constr("invested", (), [(w[(a,)], 1) for a in assets], "==", 1)
-        b.con_group("cap", ("assets",), "no asset above its cap (percent of the portfolio)")
-        for a in assets:
-            b.add_constr("cap", (a,), [(w[(a,)], 1)], "<=", data["cap"][a] / 100)
-        b.con_group("deviation", ("periods",), "tracking deviation of each period")
-        for t in periods:
-            b.add_constr("deviation", (t,), [(w[(a,)], data["ret"][a][t]) for a in assets] + [(dev[(t,)], -1)],
-                         "==", data["index"][t])
+        b.add_constrs("cap", ("assets",), "no asset above its cap (percent of the portfolio)",
+                      lambda a: ([(w[(a,)], 1)], "<=", data["cap"][a] / 100))
+        b.add_constrs("deviation", ("periods",), "tracking deviation of each period",
+                      lambda t: ([(w[(a,)], data["ret"][a][t]) for a in assets] + [(dev[(t,)], -1)], "==",
+                                 data["index"][t]))
         b.set_objective("minimize", [], quadratic=[(dev[(t,)], dev[(t,)], 1) for t in periods],
                         description="sum of squared tracking deviations")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         assets, periods = data["assets"], data["periods"]
-        hist = "; ".join(f"{a}: " + ", ".join(f"{n(data['ret'][a][t])}% in {t}" for t in periods) for a in assets)
-        idx = ", ".join(f"{n(data['index'][t])}% in {t}" for t in periods)
-        caps = ", ".join(f"{a} at most {n(data['cap'][a])}%" for a in assets)
+        hist = "; ".join(f"{a}: " + listing(data["ret"][a], periods, "{v}% in {k}") for a in assets)
+        idx = listing(data["index"], periods, "{v}% in {k}")
+        caps = listing(data["cap"], assets, "{k} at most {v}%")
         goal = ("minimise the sum over the periods of the squared difference between the portfolio return "
                 "(the weighted sum of the asset returns) and the index return")
         if template == 0:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, table
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import join, listing, table
+from flywheel.generators.base import Family, exceed, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class InventoryBacklog(Family):
     name = "inventory_backlog"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"toy manufacturer": "manufacturing", "seed supplier": "agriculture",
                "sports equipment maker": "sports and education"}
     techniques = ("multi_period_balance", "ratio_percentage")
@@ -54,7 +52,7 @@ class InventoryBacklog(Family):
         last = data["periods"][-1]
         others = sum(v for t, v in data["demand"].items() if t != last)
         most = sum(data["capacity"].values()) + data["opening"] - others
-        return {**data, "demand": {**data["demand"], last: int(most + rng.integers(1, 20))}}
+        return exceed(data, "demand", last, most, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("inventory_backlog")
@@ -89,9 +87,9 @@ class InventoryBacklog(Family):
         n = number_text
         v = _DOMAINS[domain]
         periods, good, per = data["periods"], v["good"], v["period"]
-        dem = ", ".join(f"{t} {n(data['demand'][t])}" for t in periods)
-        cap = ", ".join(f"{t} {n(data['capacity'][t])}" for t in periods)
-        cost = ", ".join(f"{t} ${n(data['make_cost'][t])}" for t in periods)
+        dem = listing(data["demand"], periods)
+        cap = listing(data["capacity"], periods)
+        cost = listing(data["make_cost"], periods, "{k} ${v}")
         terms = (f"Each of the {good} is valued at ${n(data['value'])}, and keeping one in stock costs "
                  f"{n(data['hold_pct'])}% of its value per {per}. Demand that is not met on time can be delivered "
                  f"later at a penalty of ${n(data['backlog_cost'])} per unit per {per}, but every order must be "

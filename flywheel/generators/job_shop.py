@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -33,9 +33,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class JobShop(Family):
     name = "job_shop"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"print shop": "manufacturing", "auto repair garage": "retail", "hospital laboratory": "health care"}
     techniques = ("precedence_disjunctive", "big_m_indicator", "min_max")
     template_styles = (("plain",), ("table",), ("story",), ("plain",))
@@ -58,8 +56,7 @@ class JobShop(Family):
         b = ModelBuilder("job_shop")
         jobs = b.add_set("jobs", data["jobs"], "jobs to schedule")
         machines = b.add_set("machines", data["machines"], "machines, one operation at a time")
-        b.add_param("time", {(j, m): data["time"][j][m] for j in jobs for m in machines}, ("jobs", "machines"),
-                    "minutes", "processing time of a job on a machine")
+        b.add_param("time", data["time"], ("jobs", "machines"), "minutes", "processing time of a job on a machine")
         b.add_param("deadline", data["deadline"], (), "minutes", "latest allowed makespan")
         big_m = sum(data["time"][j][m] for j in jobs for m in machines)
         b.add_param("big_m", big_m, (), "minutes", "sum of all processing times (no schedule needs more)",
@@ -95,7 +92,7 @@ class JobShop(Family):
         n = number_text
         v = _DOMAINS[domain]
         jobs, machines, job = data["jobs"], data["machines"], v["job"]
-        routes = "; ".join(f"{j} goes " + " then ".join(f"{m} ({n(data['time'][j][m])} min)" for m in data["route"][j])
+        routes = "; ".join(f"{j} goes " + listing(data["time"][j], data["route"][j], "{k} ({v} min)", sep=" then ")
                            for j in jobs)
         rule = (f"Each machine handles one {job} at a time and an operation, once started, runs to the end. "
                 f"Everything must be finished within {n(data['deadline'])} minutes.")

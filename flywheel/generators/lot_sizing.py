@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import join, listing, money, names, table
+from flywheel.generators.base import Family, register, replace_at
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "bicycle factory": {
@@ -40,9 +40,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class LotSizing(Family):
     name = "lot_sizing"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"bicycle factory": "manufacturing", "craft brewery": "retail", "pharmaceutical plant": "health care"}
     techniques = ("fixed_charge", "big_m_indicator", "multi_period_balance")
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -68,14 +66,13 @@ class LotSizing(Family):
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         p, t = data["products"][0], data["periods"][0]
         too_much = data["capacity"][t] + data["initial"][p] + int(rng.integers(1, 20))
-        return {**data, "demand": {**data["demand"], p: {**data["demand"][p], t: too_much}}}
+        return replace_at(data, ("demand", p, t), too_much)
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("lot_sizing")
         products = b.add_set("products", data["products"], "products made on the shared line")
         periods = b.add_set("periods", data["periods"], "planning periods in order")
-        b.add_param("demand", {(p, t): data["demand"][p][t] for p in products for t in periods},
-                    ("products", "periods"), "units", "demand to meet in each period")
+        b.add_param("demand", data["demand"], ("products", "periods"), "units", "demand to meet in each period")
         b.add_param("setup_cost", data["setup_cost"], ("products",), "money", "cost of a production run")
         b.add_param("holding_cost", data["holding_cost"], ("products",), "money per unit per period",
                     "cost of carrying one unit to the next period")
@@ -104,23 +101,21 @@ class LotSizing(Family):
         for p in products:
             for t in periods:
                 b.add_constr("setup_link", (p, t), [(make[(p, t)], 1), (setup[(p, t)], -big_m[(p, t)])], "<=", 0)
-        b.con_group("capacity", ("periods",), "total production within the period's capacity")
-        for t in periods:
-            b.add_constr("capacity", (t,), [(make[(p, t)], 1) for p in products], "<=", data["capacity"][t])
+        b.add_constrs("capacity", ("periods",), "total production within the period's capacity",
+                      lambda t: ([(make[(p, t)], 1) for p in products], "<=", data["capacity"][t]))
         b.set_objective("minimize", [(setup[(p, t)], data["setup_cost"][p]) for p in products for t in periods]
                         + [(stock[(p, t)], data["holding_cost"][p]) for p in products for t in periods],
                         description="setup plus holding cost")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         prods, periods, unit, cur, per = data["products"], data["periods"], v["unit"], v["money"], v["period"]
-        demand = "; ".join(f"{p}: " + ", ".join(f"{n(data['demand'][p][t])} in {t}" for t in periods) for p in prods)
+        demand = "; ".join(f"{p}: " + listing(data["demand"][p], periods, "{v} in {k}") for p in prods)
         setups = ", ".join(f"{p} {money(data['setup_cost'][p], cur)}" for p in prods)
         holding = ", ".join(f"{p} {money(data['holding_cost'][p], cur)}" for p in prods)
-        start = ", ".join(f"{n(data['initial'][p])} {unit} of {p}" for p in prods)
-        caps = ", ".join(f"{t} {n(data['capacity'][t])}" for t in periods)
+        start = listing(data["initial"], prods, "{v} {unit} of {k}", unit=unit)
+        caps = listing(data["capacity"], periods)
         if template == 0:
             return (f"A {domain} plans production of {join(prods)} over {len(periods)} {per}s ({join(periods)}). "
                     f"Demand ({unit}) must be met on time: {demand}. Opening stock: {start}. The line can make at "

@@ -38,11 +38,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MaxFlow(Family):
     name = "max_flow"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"oil pipeline": "energy", "evacuation planning": "public services", "computer network": "telecom"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -80,9 +77,8 @@ class MaxFlow(Family):
         for node in middle:
             b.add_constr("conservation", (node,), [(flow[(a,)], 1) for a in arcs if ends[a][1] == node]
                          + [(flow[(a,)], -1) for a in arcs if ends[a][0] == node], "==", 0)
-        b.con_group("capacity", ("arcs",), "arc flow within arc capacity")
-        for a in arcs:
-            b.add_constr("capacity", (a,), [(flow[(a,)], 1)], "<=", data["capacity"][a])
+        b.add_constrs("capacity", ("arcs",), "arc flow within arc capacity",
+                      lambda a: ([(flow[(a,)], 1)], "<=", data["capacity"][a]))
         net_out = ([(flow[(a,)], 1) for a in arcs if ends[a][0] == src]
                    + [(flow[(a,)], -1) for a in arcs if ends[a][1] == src])
         b.con_group("min_delivery", (), "the contracted minimum reaches the sink")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, plural, table
+from flywheel.generators._text import join, listing, names, plural, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -43,11 +43,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MinCostFlow(Family):
     name = "min_cost_flow"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"freight logistics": "logistics", "water distribution": "public services", "data network": "telecom"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -93,18 +90,14 @@ class MinCostFlow(Family):
                 for node in (*hubs, *sinks)}
         out = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if u == node]
                for node in (*sources, *hubs)}
-        b.con_group("supply", ("sources",), "a source sends at most its supply")
-        for s in sources:
-            b.add_constr("supply", (s,), [(x, 1) for x in out[s]], "<=", data["supply"][s])
-        b.con_group("conservation", ("hubs",), "what enters a hub leaves it")
-        for h in hubs:
-            b.add_constr("conservation", (h,), [(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0)
-        b.con_group("demand", ("sinks",), "a sink receives exactly its demand")
-        for k in sinks:
-            b.add_constr("demand", (k,), [(x, 1) for x in into[k]], "==", data["demand"][k])
-        b.con_group("capacity", ("arcs",), "arc flow within arc capacity")
-        for a in arcs:
-            b.add_constr("capacity", (a,), [(flow[(a,)], 1)], "<=", data["capacity"][a])
+        b.add_constrs("supply", ("sources",), "a source sends at most its supply",
+                      lambda s: ([(x, 1) for x in out[s]], "<=", data["supply"][s]))
+        b.add_constrs("conservation", ("hubs",), "what enters a hub leaves it",
+                      lambda h: ([(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0))
+        b.add_constrs("demand", ("sinks",), "a sink receives exactly its demand",
+                      lambda k: ([(x, 1) for x in into[k]], "==", data["demand"][k]))
+        b.add_constrs("capacity", ("arcs",), "arc flow within arc capacity",
+                      lambda a: ([(flow[(a,)], 1)], "<=", data["capacity"][a]))
         b.set_objective("minimize", [(flow[(a,)], data["cost"][a]) for a in arcs], description="total flow cost")
         return b.build()
 
@@ -113,8 +106,8 @@ class MinCostFlow(Family):
         v = _DOMAINS[domain]
         src, hub, snk = v["kinds"]
         unit = v["unit"]
-        supply = ", ".join(f"{s} {n(data['supply'][s])}" for s in data["sources"])
-        demand = ", ".join(f"{k} {n(data['demand'][k])}" for k in data["sinks"])
+        supply = listing(data["supply"], data["sources"])
+        demand = listing(data["demand"], data["sinks"])
         links = "; ".join(f"{u} to {w}: capacity {n(data['capacity'][f'{u}_{w}'])}, cost "
                           f"{n(data['cost'][f'{u}_{w}'])}" for u, w in data["arcs"])
         nodes = (f"{plural(src)} {join(data['sources'])}, {plural(hub)} {join(data['hubs'])} and {plural(snk)} "

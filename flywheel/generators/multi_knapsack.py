@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -44,11 +44,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class MultiKnapsack(Family):
     name = "multi_knapsack"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"cargo flight": "logistics", "project portfolio": "finance", "hiking trip": "sports and education"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -78,19 +75,15 @@ class MultiKnapsack(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("multi_knapsack")
         items = b.add_set("items", data["items"], "candidate items")
-        dims = b.add_set("dimensions", data["dims"], "limited capacities")
+        b.add_set("dimensions", data["dims"], "limited capacities")
         b.add_param("value", data["value"], ("items",), "value units", "value of taking an item")
-        b.add_param("weight", {(d, i): data["weight"][d][i] for d in dims for i in items}, ("dimensions", "items"),
-                    "capacity units", "capacity an item uses")
+        b.add_param("weight", data["weight"], ("dimensions", "items"), "capacity units", "capacity an item uses")
         b.add_param("capacity", data["capacity"], ("dimensions",), "capacity units", "capacity available")
         take = b.add_vars("take", ("items",), VarType.BINARY, description="1 if the item is selected")
-        b.con_group("capacity", ("dimensions",), "selected items fit in every dimension")
-        for d in dims:
-            b.add_constr("capacity", (d,), [(take[(i,)], data["weight"][d][i]) for i in items], "<=",
-                         data["capacity"][d])
-        b.con_group("mandatory", ("items",), "mandatory items must be selected")
-        for i in data["mandatory"]:
-            b.add_constr("mandatory", (i,), [(take[(i,)], 1)], "==", 1)
+        b.add_constrs("capacity", ("dimensions",), "selected items fit in every dimension",
+                      lambda d: ([(take[(i,)], data["weight"][d][i]) for i in items], "<=", data["capacity"][d]))
+        b.add_constrs("mandatory", ("items",), "mandatory items must be selected",
+                      lambda i: ([(take[(i,)], 1)], "==", 1), keys=data["mandatory"])
         b.set_objective("maximize", [(take[(i,)], data["value"][i]) for i in items], description="total value")
         return b.build()
 
@@ -98,7 +91,7 @@ class MultiKnapsack(Family):
         n = number_text
         v = _DOMAINS[domain]
         items, dims, unit = data["items"], data["dims"], v["dims"]
-        values = ", ".join(f"{i} {n(data['value'][i])}" for i in items)
+        values = listing(data["value"], items)
         caps = ", ".join(f"{n(data['capacity'][d])} {unit[d]} of {d}" for d in dims)
         uses = "; ".join(f"{i} uses " + ", ".join(f"{n(data['weight'][d][i])} {unit[d]}" + (f" of {d}" if len(dims) > 1
                                                    else "") for d in dims) for i in items)

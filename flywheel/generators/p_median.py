@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class PMedian(Family):
     name = "p_median"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"ambulance bases": "health care", "school catchments": "public services",
                "retail depots": "retail"}
     techniques = ("set_partitioning_covering",)
@@ -73,15 +71,13 @@ class PMedian(Family):
         b = ModelBuilder("p_median")
         sites = b.add_set("sites", data["sites"], "candidate sites")
         points = b.add_set("points", data["points"], "demand points")
-        b.add_param("dist", {(i, j): data["dist"][i][j] for i in points for j in sites}, ("points", "sites"),
-                    "distance", "distance from a demand point to a site")
+        b.add_param("dist", data["dist"], ("points", "sites"), "distance", "distance from a demand point to a site")
         b.add_param("demand", data["demand"], ("points",), "units", "demand of a point")
         b.add_param("p", data["p"], (), "sites", "number of sites to open")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the site is opened")
         x = b.add_vars("serve", ("points", "sites"), VarType.BINARY, description="1 if the site serves the point")
-        b.con_group("assign", ("points",), "every point served by exactly one site (set partitioning)")
-        for i in points:
-            b.add_constr("assign", (i,), [(x[(i, j)], 1) for j in sites], "==", 1)
+        b.add_constrs("assign", ("points",), "every point served by exactly one site (set partitioning)",
+                      lambda i: ([(x[(i, j)], 1) for j in sites], "==", 1))
         b.con_group("link", ("points", "sites"), "only open sites serve")
         for i in points:
             for j in sites:
@@ -96,8 +92,8 @@ class PMedian(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, points, p = data["sites"], data["points"], data["p"]
-        dem = ", ".join(f"{i} {n(data['demand'][i])}" for i in points)
-        dists = "; ".join(f"{i}: " + ", ".join(f"{j} {n(data['dist'][i][j])}" for j in sites) for i in points)
+        dem = listing(data["demand"], points)
+        dists = "; ".join(f"{i}: " + listing(data["dist"][i], sites) for i in points)
         header = [v["point"].capitalize(), v["demand"]] + sites
         rows = [[i, data["demand"][i]] + [data["dist"][i][j] for j in sites] for i in points]
         if template == 0:

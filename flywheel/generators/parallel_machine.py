@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
@@ -42,9 +42,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class ParallelMachine(Family):
     name = "parallel_machine"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"machine shop": "manufacturing", "cloud batch computing": "telecom", "operating theatres": "health care"}
     techniques = ("min_max", "set_partitioning_covering")
     template_styles = (("plain",), ("table",), ("plain",), ("table",))
@@ -72,17 +70,14 @@ class ParallelMachine(Family):
         b = ModelBuilder("parallel_machine")
         jobs = b.add_set("jobs", data["jobs"], "jobs, each processed whole on one machine")
         machines = b.add_set("machines", data["machines"], "parallel machines")
-        b.add_param("time", {(j, m): data["time"][j][m] for j in jobs for m in machines}, ("jobs", "machines"),
-                    "time units", "processing time of a job on a machine")
+        b.add_param("time", data["time"], ("jobs", "machines"), "time units", "processing time of a job on a machine")
         b.add_param("deadline", data["deadline"], (), "time units", "latest allowed finish time")
         x = b.add_vars("assign", ("jobs", "machines"), VarType.BINARY, description="1 if the job runs on the machine")
         cmax = b.add_var("makespan", description="finish time of the busiest machine", unit="time units")
-        b.con_group("assign", ("jobs",), "every job runs on exactly one machine")
-        for j in jobs:
-            b.add_constr("assign", (j,), [(x[(j, m)], 1) for m in machines], "==", 1)
-        b.con_group("load", ("machines",), "each machine's total processing time is at most the makespan")
-        for m in machines:
-            b.add_constr("load", (m,), [(x[(j, m)], data["time"][j][m]) for j in jobs] + [(cmax, -1)], "<=", 0)
+        b.add_constrs("assign", ("jobs",), "every job runs on exactly one machine",
+                      lambda j: ([(x[(j, m)], 1) for m in machines], "==", 1))
+        b.add_constrs("load", ("machines",), "each machine's total processing time is at most the makespan",
+                      lambda m: ([(x[(j, m)], data["time"][j][m]) for j in jobs] + [(cmax, -1)], "<=", 0))
         b.con_group("deadline", (), "everything finishes by the deadline")
         b.add_constr("deadline", (), [(cmax, 1)], "<=", data["deadline"])
         b.set_objective("minimize", [(cmax, 1)], description="makespan")
@@ -92,7 +87,7 @@ class ParallelMachine(Family):
         n = number_text
         v = _DOMAINS[domain]
         jobs, machines, unit, t = data["jobs"], data["machines"], v["unit"], data["time"]
-        times = "; ".join(f"{j}: " + ", ".join(f"{n(t[j][m])} on {m}" for m in machines) for j in jobs)
+        times = "; ".join(f"{j}: " + listing(t[j], machines, "{v} on {k}") for j in jobs)
         grid = table([v["job"].capitalize()] + [f"{m} ({unit})" for m in machines],
                      [[j] + [t[j][m] for m in machines] for j in jobs])
         deadline = f"{n(data['deadline'])} {unit}"

@@ -32,9 +32,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class PiecewiseProcurement(Family):
     name = "piecewise_procurement"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"restaurant group": "retail", "car parts maker": "manufacturing",
                "school district": "sports and education"}
     techniques = ("piecewise_linear",)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -40,9 +40,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Portfolio(Family):
     name = "portfolio"
-    version = "1"
     problem_class = "QP"
-    domains = tuple(_DOMAINS)
     sectors = {"equity fund": "finance", "pension fund": "finance", "farm planning": "agriculture"}
     techniques = ("quadratic_objective",)
     template_styles = (("table",), ("table",), ("table",), ("table",))
@@ -67,8 +65,7 @@ class Portfolio(Family):
         b = ModelBuilder("portfolio")
         assets = b.add_set("assets", data["assets"], "assets that can be held")
         b.add_param("expected_return", data["expected_return"], ("assets",), "percent", "expected return")
-        b.add_param("cov", {(a, c): data["cov"][a][c] for a in assets for c in assets}, ("assets", "assets"),
-                    "percent squared", "covariance of returns")
+        b.add_param("cov", data["cov"], ("assets", "assets"), "percent squared", "covariance of returns")
         b.add_param("target", data["target"], (), "percent", "minimum expected portfolio return")
         w = b.add_vars("weight", ("assets",), description="share of the budget in each asset", unit="fraction")
         b.con_group("budget", (), "the whole budget is allocated")
@@ -86,7 +83,7 @@ class Portfolio(Family):
         n = number_text
         v = _DOMAINS[domain]
         assets, ret, cov = data["assets"], data["expected_return"], data["cov"]
-        rets = ", ".join(f"{a} {n(ret[a])}%" for a in assets)
+        rets = listing(ret, assets, "{k} {v}%")
         covs = table([""] + assets, [[a] + [cov[a][c] for c in assets] for a in assets])
         target = f"{n(data['target'])}%"
         share = "Shares are non-negative (no short positions) and add up to the whole budget."

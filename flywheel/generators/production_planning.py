@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import table
+from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
@@ -35,11 +35,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class ProductionPlanning(Family):
     name = "production_planning"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"furniture workshop": "manufacturing", "chemical plant": "manufacturing", "bakery": "retail"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -65,17 +62,14 @@ class ProductionPlanning(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("production_planning")
         products = b.add_set("products", data["products"], "products that can be made")
-        resources = b.add_set("resources", data["resources"], "limited resources")
+        b.add_set("resources", data["resources"], "limited resources")
         b.add_param("profit", data["profit"], ("products",), "$ per unit", "profit of one unit")
-        b.add_param("usage", {(r, p): data["usage"][r][p] for r in resources for p in products},
-                    ("resources", "products"), "per unit", "resource used by one unit")
+        b.add_param("usage", data["usage"], ("resources", "products"), "per unit", "resource used by one unit")
         b.add_param("capacity", data["capacity"], ("resources",), "", "resource available")
         b.add_param("min_output", data["min_output"], ("products",), "units", "minimum output required")
         make = b.add_vars("make", ("products",), description="units of each product to make", unit="units")
-        b.con_group("capacity", ("resources",), "resource use cannot exceed what is available")
-        for r in resources:
-            b.add_constr("capacity", (r,), [(make[(p,)], data["usage"][r][p]) for p in products], "<=",
-                         data["capacity"][r])
+        b.add_constrs("capacity", ("resources",), "resource use cannot exceed what is available",
+                      lambda r: ([(make[(p,)], data["usage"][r][p]) for p in products], "<=", data["capacity"][r]))
         b.con_group("min_output", ("products",), "required minimum output")
         for p, q in data["min_output"].items():
             b.add_constr("min_output", (p,), [(make[(p,)], 1)], ">=", q)
@@ -87,12 +81,12 @@ class ProductionPlanning(Family):
         n = number_text
         unit = _DOMAINS[domain]["unit"]
         products, resources = data["products"], data["resources"]
-        profit = ", ".join(f"{p} ${n(data['profit'][p])}" for p in products)
+        profit = listing(data["profit"], products, "{k} ${v}")
         usage = "; ".join(
             f"each unit of {p} needs " + ", ".join(f"{n(data['usage'][r][p])} {unit} of {r}" for r in resources)
             for p in products
         )
-        capacity = ", ".join(f"{n(data['capacity'][r])} {unit} of {r}" for r in resources)
+        capacity = listing(data["capacity"], resources, "{v} {unit} of {k}", unit=unit)
         (first, q), = data["min_output"].items()
         if template == 0:
             return (f"A {domain} makes {', '.join(products)}. The profit per unit is: {profit}. Production uses "

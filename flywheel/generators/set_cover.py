@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, money, names, table
+from flywheel.generators._text import join, listing, money, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
+from solvers.ir import Model, VarType
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "fire protection": {
@@ -47,9 +47,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class SetCover(Family):
     name = "set_cover"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"fire protection": "public services", "mobile network": "telecom", "team hiring": "sports and education"}
     techniques = ("set_partitioning_covering",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
@@ -73,26 +71,24 @@ class SetCover(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("set_cover")
         cands = b.add_set("candidates", data["candidates"], "candidates that can be chosen")
-        elems = b.add_set("elements", data["elements"], "elements that must be covered")
+        b.add_set("elements", data["elements"], "elements that must be covered")
         b.add_param("cost", data["cost"], ("candidates",), "money", "cost of choosing a candidate")
-        b.add_param("covers", {(e, c): data["covers"][e][c] for e in elems for c in cands},
+        b.add_param("covers", data["covers"],
                     ("elements", "candidates"), "0/1", "1 if the candidate covers the element")
         b.add_param("need", data["need"], ("elements",), "times", "how many chosen candidates must cover it")
         pick = b.add_vars("choose", ("candidates",), VarType.BINARY, description="1 if the candidate is chosen")
-        b.con_group("cover", ("elements",), "every element is covered by enough chosen candidates")
-        for e in elems:
-            b.add_constr("cover", (e,), [(pick[(c,)], data["covers"][e][c]) for c in cands], ">=", data["need"][e])
+        b.add_constrs("cover", ("elements",), "every element is covered by enough chosen candidates",
+                      lambda e: ([(pick[(c,)], data["covers"][e][c]) for c in cands], ">=", data["need"][e]))
         b.set_objective("minimize", [(pick[(c,)], data["cost"][c]) for c in cands], description="total cost")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         cands, elems, cur = data["candidates"], data["elements"], v["money"]
         costs = ", ".join(f"{c} {money(data['cost'][c], cur)}" for c in cands)
         reach = "; ".join(f"{c} {v['verb']} " + join([e for e in elems if data["covers"][e][c]]) for c in cands)
         twice = [e for e in elems if data["need"][e] != 1]
-        needs = ("; ".join(f"{e} must be covered at least {n(data['need'][e])} times" for e in twice) + ", "
+        needs = (listing(data["need"], twice, "{k} must be covered at least {v} times", sep="; ") + ", "
                  if twice else "")
         rule = f"{needs}every other {v['element']} at least 1 time"
         legend = "(1 = covered, 0 = not)"

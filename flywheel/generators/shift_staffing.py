@@ -30,9 +30,7 @@ _SHIFTS = (("Full", 8), ("Half", 4), ("Long", 12))
 @register
 class ShiftStaffing(Family):
     name = "shift_staffing"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"call centre": "telecom", "hospital emergency department": "health care", "city police": "public services"}
     techniques = ("set_partitioning_covering",)
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
-from solvers.ir import Model, number_text
+from solvers.ir import Model
 
 _DOMAINS: dict[str, dict[str, Any]] = {
     "steel distribution": {
@@ -40,11 +40,8 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class Transportation(Family):
     name = "transportation"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"steel distribution": "logistics", "electricity supply": "energy", "fresh produce": "agriculture"}
-    techniques = ()
     template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -72,27 +69,23 @@ class Transportation(Family):
         dests = b.add_set("destinations", data["dests"], "destinations with a demand to meet")
         b.add_param("supply", data["supply"], ("sources",), "units", "supply available at each source")
         b.add_param("demand", data["demand"], ("destinations",), "units", "demand of each destination")
-        b.add_param("cost", {(s, d): data["cost"][s][d] for s in sources for d in dests}, ("sources", "destinations"),
-                    "money per unit", "shipping cost per unit")
+        b.add_param("cost", data["cost"], ("sources", "destinations"), "money per unit", "shipping cost per unit")
         ship = b.add_vars("ship", ("sources", "destinations"), description="amount shipped on each route",
                           unit="units")
-        b.con_group("supply", ("sources",), "no source ships more than it has")
-        for s in sources:
-            b.add_constr("supply", (s,), [(ship[(s, d)], 1) for d in dests], "<=", data["supply"][s])
-        b.con_group("demand", ("destinations",), "every destination receives its demand")
-        for d in dests:
-            b.add_constr("demand", (d,), [(ship[(s, d)], 1) for s in sources], ">=", data["demand"][d])
+        b.add_constrs("supply", ("sources",), "no source ships more than it has",
+                      lambda s: ([(ship[(s, d)], 1) for d in dests], "<=", data["supply"][s]))
+        b.add_constrs("demand", ("destinations",), "every destination receives its demand",
+                      lambda d: ([(ship[(s, d)], 1) for s in sources], ">=", data["demand"][d]))
         b.set_objective("minimize", [(ship[(s, d)], data["cost"][s][d]) for s in sources for d in dests],
                         description="total shipping cost")
         return b.build()
 
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
         v = _DOMAINS[domain]
         sources, dests, unit, money = data["sources"], data["dests"], v["unit"], v["money"]
-        supply = ", ".join(f"{s} {n(data['supply'][s])} {unit}" for s in sources)
-        demand = ", ".join(f"{d} {n(data['demand'][d])} {unit}" for d in dests)
-        costs = "; ".join(f"from {s}: " + ", ".join(f"{n(data['cost'][s][d])} to {d}" for d in dests)
+        supply = listing(data["supply"], sources, "{k} {v} {unit}", unit=unit)
+        demand = listing(data["demand"], dests, "{k} {v} {unit}", unit=unit)
+        costs = "; ".join(f"from {s}: " + listing(data["cost"][s], dests, "{v} to {k}")
                           for s in sources)
         if template == 0:
             return (f"A company plans {domain}. Each {v['source']} can send at most: {supply}. Each {v['dest']} needs "

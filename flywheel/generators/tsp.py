@@ -38,9 +38,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class TSP(Family):
     name = "tsp"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"parcel delivery": "logistics", "sales territory": "retail", "circuit board drilling": "manufacturing"}
     techniques = ("subtour_elimination",)
     template_styles = (("plain",), ("table",), ("plain",), ("table",))

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, register, replace_at
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
@@ -33,9 +33,7 @@ _SCENARIOS = ["Low", "Medium", "High", "Surge", "Slump", "Boom"]
 @register
 class TwoStageCapacity(Family):
     name = "two_stage_capacity"
-    version = "1"
     problem_class = "LP"
-    domains = tuple(_DOMAINS)
     sectors = {"wind farm operator": "energy", "grain cooperative": "agriculture", "vaccine maker": "health care"}
     techniques = ("scenario_stochastic", "ratio_percentage")
     template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
@@ -57,10 +55,8 @@ class TwoStageCapacity(Family):
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         sc, s = data["scenarios"][-1], data["sites"][0]
-        demand = {k: dict(v) for k, v in data["demand"].items()}
         # Each site's demand is served by its own capacity plus shared buying: the site's cap + buy_max + 1 fails.
-        demand[sc][s] = int(data["cap_max"][s] + data["buy_max"] + rng.integers(1, 20))
-        return {**data, "demand": demand}
+        return replace_at(data, ("demand", sc, s), int(data["cap_max"][s] + data["buy_max"] + rng.integers(1, 20)))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("two_stage_capacity")
@@ -72,14 +68,12 @@ class TwoStageCapacity(Family):
         b.add_param("make_cost", data["make_cost"], ("sites",), "money per unit", "cost of using capacity")
         b.add_param("buy_cost", data["buy_cost"], (), "money per unit", "cost of buying a unit")
         b.add_param("buy_max", data["buy_max"], (), "units", "most that can be bought per scenario")
-        b.add_param("demand", {(sc, s): data["demand"][sc][s] for sc in scen for s in sites}, ("scenarios", "sites"),
-                    "units", "demand at a site in a scenario")
+        b.add_param("demand", data["demand"], ("scenarios", "sites"), "units", "demand at a site in a scenario")
         cap = b.add_vars("capacity", ("sites",), description="capacity built now (first stage)")
         make = b.add_vars("make", ("scenarios", "sites"), description="output in a scenario (recourse)")
         buy = b.add_vars("buy", ("scenarios", "sites"), description="units bought in a scenario (recourse)")
-        b.con_group("cap_max", ("sites",), "capacity within its limit")
-        for s in sites:
-            b.add_constr("cap_max", (s,), [(cap[(s,)], 1)], "<=", data["cap_max"][s])
+        b.add_constrs("cap_max", ("sites",), "capacity within its limit",
+                      lambda s: ([(cap[(s,)], 1)], "<=", data["cap_max"][s]))
         b.con_group("use", ("scenarios", "sites"), "output within the capacity built")
         b.con_group("meet", ("scenarios", "sites"), "output plus purchases meet the demand")
         b.con_group("buy_limit", ("scenarios",), "purchases within the limit in each scenario")
@@ -100,11 +94,11 @@ class TwoStageCapacity(Family):
         n = number_text
         v = _DOMAINS[domain]
         sites, scen, good = data["sites"], data["scenarios"], v["good"]
-        probs = ", ".join(f"{sc} {n(data['prob'][sc])}%" for sc in scen)
-        dem = "; ".join(f"{sc}: " + ", ".join(f"{s} {n(data['demand'][sc][s])}" for s in sites) for sc in scen)
+        probs = listing(data["prob"], scen, "{k} {v}%")
+        dem = "; ".join(f"{sc}: " + listing(data["demand"][sc], sites) for sc in scen)
         build = ", ".join(f"{s} ${n(data['build_cost'][s])} per {good} (at most {n(data['cap_max'][s])})"
                           for s in sites)
-        use = ", ".join(f"{s} ${n(data['make_cost'][s])}" for s in sites)
+        use = listing(data["make_cost"], sites, "{k} ${v}")
         buy = (f"Any shortfall can be covered if the firm chooses to {v['buy']} at ${n(data['buy_cost'])} per {good}, "
                f"up to {n(data['buy_max'])} {good} in total per scenario.")
         if template == 0:

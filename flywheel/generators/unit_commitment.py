@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, exceed, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -31,9 +31,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class UnitCommitment(Family):
     name = "unit_commitment"
-    version = "1"
     problem_class = "MILP"
-    domains = tuple(_DOMAINS)
     sectors = {"power utility": "energy", "hospital energy plant": "health care", "data centre cooling": "telecom"}
     techniques = ("big_m_indicator", "fixed_charge", "either_or_if_then")
     template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "implied_integrality"),
@@ -53,7 +51,7 @@ class UnitCommitment(Family):
                 "startup": {u: int(rng.integers(100, 900)) for u in units}}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        t = data["periods"][int(rng.integers(len(data["periods"])))]
+        t = pick(rng, data["periods"])
         return exceed(data, "demand", t, sum(data["pmax"].values()), rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
@@ -68,9 +66,8 @@ class UnitCommitment(Family):
         p = b.add_vars("output", ("units", "periods"), description="output of a unit in an hour")
         on = b.add_vars("on", ("units", "periods"), VarType.BINARY, description="1 if the unit runs in the hour")
         st = b.add_vars("start", ("units", "periods"), VarType.BINARY, description="1 if the unit is switched on")
-        b.con_group("demand", ("periods",), "output meets demand every hour")
-        for t in periods:
-            b.add_constr("demand", (t,), [(p[(u, t)], 1) for u in units], ">=", data["demand"][t])
+        b.add_constrs("demand", ("periods",), "output meets demand every hour",
+                      lambda t: ([(p[(u, t)], 1) for u in units], ">=", data["demand"][t]))
         b.con_group("max_output", ("units", "periods"), "output only when on, up to the maximum")
         b.con_group("min_output", ("units", "periods"), "a running unit produces at least its minimum")
         b.con_group("startup", ("units", "periods"), "switching on (off before, on now) incurs a start-up")
@@ -90,7 +87,7 @@ class UnitCommitment(Family):
         n = number_text
         v = _DOMAINS[domain]
         units, periods, mw = data["units"], data["periods"], v["unit"]
-        dem = ", ".join(f"{t} {n(data['demand'][t])}" for t in periods)
+        dem = listing(data["demand"], periods)
         specs = "; ".join(f"{u}: {n(data['pmin'][u])} to {n(data['pmax'][u])} {mw} when running, ${n(data['marginal'][u])}"
                           f" per {mw.split()[0]}, ${n(data['fixed'][u])} per hour on, ${n(data['startup'][u])} to "
                           "start" for u in units)

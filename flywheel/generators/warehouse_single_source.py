@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
-from flywheel.generators.base import Family, pick, register
+from flywheel.generators._text import join, listing, names, table
+from flywheel.generators.base import Family, exceed, pick, register
 from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
@@ -46,9 +46,7 @@ _DOMAINS: dict[str, dict[str, Any]] = {
 @register
 class WarehouseSingleSource(Family):
     name = "warehouse_single_source"
-    version = "1"
     problem_class = "IP"
-    domains = tuple(_DOMAINS)
     sectors = {"grocery distribution": "logistics", "spare parts": "logistics", "medical supplies": "health care"}
     techniques = ("fixed_charge", "big_m_indicator", "set_partitioning_covering")
     template_styles = (("implied_integrality",), ("table",), ("story",), ("plain",))
@@ -68,7 +66,7 @@ class WarehouseSingleSource(Family):
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         c = pick(rng, data["customers"])
-        return {**data, "demand": {**data["demand"], c: max(data["cap"].values()) + int(rng.integers(1, 10))}}
+        return exceed(data, "demand", c, max(data["cap"].values()), rng.integers(1, 10))
 
     def build(self, data: dict[str, Any]) -> Model:
         b = ModelBuilder("warehouse_single_source")
@@ -77,17 +75,15 @@ class WarehouseSingleSource(Family):
         b.add_param("demand", data["demand"], ("customers",), "units per week", "demand of a customer")
         b.add_param("cap", data["cap"], ("sites",), "units per week", "capacity of a warehouse")
         b.add_param("fixed", data["fixed"], ("sites",), "money per week", "fixed cost of an open warehouse")
-        b.add_param("ship", {(c, s): data["ship"][c][s] for c in customers for s in sites}, ("customers", "sites"),
+        b.add_param("ship", data["ship"], ("customers", "sites"),
                     "money per unit", "shipping cost per unit from a warehouse to a customer")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the warehouse opens")
         x = b.add_vars("assign", ("customers", "sites"), VarType.BINARY, description="1 if served from there")
-        b.con_group("single_source", ("customers",), "each customer served by exactly one warehouse")
-        for c in customers:
-            b.add_constr("single_source", (c,), [(x[(c, s)], 1) for s in sites], "==", 1)
-        b.con_group("capacity", ("sites",), "assigned demand within capacity, none at a closed warehouse")
-        for s in sites:
-            b.add_constr("capacity", (s,), [(x[(c, s)], data["demand"][c]) for c in customers]
-                         + [(y[(s,)], -data["cap"][s])], "<=", 0)
+        b.add_constrs("single_source", ("customers",), "each customer served by exactly one warehouse",
+                      lambda c: ([(x[(c, s)], 1) for s in sites], "==", 1))
+        b.add_constrs("capacity", ("sites",), "assigned demand within capacity, none at a closed warehouse",
+                      lambda s: ([(x[(c, s)], data["demand"][c]) for c in customers] + [(y[(s,)], -data["cap"][s])],
+                                 "<=", 0))
         b.set_objective("minimize", [(y[(s,)], data["fixed"][s]) for s in sites]
                         + [(x[(c, s)], data["ship"][c][s] * data["demand"][c]) for c in customers for s in sites],
                         description="fixed plus shipping cost per week")
@@ -99,8 +95,8 @@ class WarehouseSingleSource(Family):
         sites, customers, u = data["sites"], data["customers"], v["unit"]
         wh = ", ".join(f"{s} (capacity {n(data['cap'][s])}, fixed cost ${n(data['fixed'][s])} per week)"
                        for s in sites)
-        dem = ", ".join(f"{c} {n(data['demand'][c])}" for c in customers)
-        ship = "; ".join(f"to {c}: " + ", ".join(f"{s} ${n(data['ship'][c][s])}" for s in sites) for c in customers)
+        dem = listing(data["demand"], customers)
+        ship = "; ".join(f"to {c}: " + listing(data["ship"][c], sites, "{k} ${v}") for c in customers)
         rule = "Each customer must receive all its demand from a single open warehouse."
         if template == 0:
             return (f"{v['who'].capitalize()} may open warehouses at {wh}; capacities are in {u}. Customer demand "

@@ -9,6 +9,7 @@ their API writes each part; ``plan`` has already decided names, loops and templa
 from __future__ import annotations
 
 import io
+import json
 import re
 import tokenize
 from abc import ABC, abstractmethod
@@ -108,9 +109,19 @@ class Renderer(Dialect, ABC):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         """A templated group: one statement or loop."""
 
-    @abstractmethod
+    # The statement that adds one constraint and the keyword naming it (``m.addConstr(`` / ``name``), for the APIs
+    # whose one-constraint call takes the expression then the name; the others override ``explicit_rows``.
+    add_constr_call: str = ""
+    name_keyword: str = "name"
+
+    def add_constr_lines(self, expr: str, name: str) -> list[str]:
+        """One ``add_constr_call`` of ``expr`` (wrapped), named by the Python expression ``name``."""
+        return multiline_call(self.add_constr_call, expr, extra=f"{self.name_keyword}={name}")
+
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         """A group written row by row."""
+        return [line for row in cg.rows for line in self.add_constr_lines(self.row_constraint(row),
+                                                                          json.dumps(row.name))]
 
     @abstractmethod
     def objective(self, o: ObjectivePlan) -> list[str]: ...

@@ -18,6 +18,7 @@ class CoptpyRenderer(Renderer):
     sum_fn = "cp.quicksum"
     infinity = "COPT.INFINITY"
     neg_infinity = "-COPT.INFINITY"
+    add_constr_call = "model.addConstr("
 
     def imports(self, p: Plan) -> list[str]:
         return ["import coptpy as cp", "from coptpy import COPT"]
@@ -59,15 +60,9 @@ class CoptpyRenderer(Renderer):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         name = json.dumps(cg.name)
         if cg.loop is None:
-            return multiline_call("model.addConstr(", self.template_constraint(cg), extra=f"name={name}")
+            return self.add_constr_lines(self.template_constraint(cg), name)
         return generator_call("model.addConstrs(", self.template_constraint(cg), loop_header(cg.loop, self),
                               f"nameprefix={name}")
-
-    def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
-        lines = []
-        for row in cg.rows:
-            lines += multiline_call("model.addConstr(", self.row_constraint(row), extra=f"name={json.dumps(row.name)}")
-        return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         sense = "COPT.MAXIMIZE" if self.maximize(o) else "COPT.MINIMIZE"

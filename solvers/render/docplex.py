@@ -18,6 +18,7 @@ class DocplexRenderer(Renderer):
     sum_fn = "mdl.sum"
     infinity = "None"  # docplex reads an upper bound of None as +infinity
     neg_infinity = "-1e20"  # CPLEX treats |bound| >= 1e20 as infinite
+    add_constr_call, name_keyword = "mdl.add_constraint(", "ctname"
 
     def imports(self, p: Plan) -> list[str]:
         return ["from docplex.mp.model import Model"]
@@ -73,17 +74,9 @@ class DocplexRenderer(Renderer):
 
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         if cg.loop is None:
-            return multiline_call("mdl.add_constraint(", self.template_constraint(cg), extra=f"ctname={json.dumps(cg.name)}")
-        name = row_name_fstring(cg.name, cg.loop.targets)
-        body = multiline_call("mdl.add_constraint(", self.template_constraint(cg), extra=f"ctname={name}")
+            return self.add_constr_lines(self.template_constraint(cg), json.dumps(cg.name))
+        body = self.add_constr_lines(self.template_constraint(cg), row_name_fstring(cg.name, cg.loop.targets))
         return statement_loop(cg.loop.gens, self, ["\n".join(body)])
-
-    def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
-        lines = []
-        for row in cg.rows:
-            lines += multiline_call("mdl.add_constraint(", self.row_constraint(row),
-                                    extra=f"ctname={json.dumps(row.name)}")
-        return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         return multiline_call("mdl.maximize(" if self.maximize(o) else "mdl.minimize(", self.objective_expr(o))

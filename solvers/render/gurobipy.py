@@ -17,6 +17,7 @@ class GurobipyRenderer(Renderer):
     sum_fn = "gp.quicksum"
     infinity = "GRB.INFINITY"
     neg_infinity = "-GRB.INFINITY"
+    add_constr_call = "m.addConstr("
 
     def imports(self, p: Plan) -> list[str]:
         return ["import gurobipy as gp", "from gurobipy import GRB"]
@@ -49,14 +50,8 @@ class GurobipyRenderer(Renderer):
     def con_group(self, cg: ConGroupPlan) -> list[str]:
         name = json.dumps(cg.name)
         if cg.loop is None:
-            return multiline_call("m.addConstr(", self.template_constraint(cg), extra=f"name={name}")
+            return self.add_constr_lines(self.template_constraint(cg), name)
         return generator_call("m.addConstrs(", self.template_constraint(cg), loop_header(cg.loop, self), f"name={name}")
-
-    def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
-        lines = []
-        for row in cg.rows:
-            lines += multiline_call("m.addConstr(", self.row_constraint(row), extra=f"name={json.dumps(row.name)}")
-        return lines
 
     def objective(self, o: ObjectivePlan) -> list[str]:
         sense = "GRB.MAXIMIZE" if self.maximize(o) else "GRB.MINIMIZE"
