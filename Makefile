@@ -44,7 +44,7 @@ $(STAMP): pyproject.toml Makefile | $(VENV_STAMP)
 # downloads and unpacking). Only the libraries llama_cpp loads are built: LLAVA_BUILD=OFF drops the multimodal
 # libmtmd (loaded only by the LLaVA chat handlers; the SmolLM2 server is text-only), .ci/llama-cpp-lean.cmake drops
 # libllama-common (the CLI tools' helper library, never loaded by the Python package): 74 of the 178 translation
-# units remain.
+# units remain (measured: 200 s user + 13 s sys for the lean ninja build, nice 19 on the shared machine).
 $(LLAMA_STAMP): | $(VENV_STAMP)
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/.ci/llama-cpp-lean.cmake" $(BIN)/pip wheel -q --no-deps llama-cpp-python -w $(LLAMA_WHEELS)
 	touch $(LLAMA_STAMP)
