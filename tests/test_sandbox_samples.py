@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,24 @@ def reproduces(value: float | None, truth: Any) -> bool:
     return value is not None and math.isfinite(value) and abs(value - t) <= RTOL * max(1.0, abs(t)) + 1e-6
 
 
-def run_set(set_name: str, limit: int | None = None) -> list[tuple[dict[str, Any], Execution]]:
+Results = list[tuple[dict[str, Any], Execution]]
+
+
+def run_set(set_name: str, limit: int | None = None,
+            enough: Callable[[dict[str, Any]], bool] | None = None) -> Results:
+    """Every program of the set, with the 20 s pass and the 60 s retry of the programs that hit the limit.
+
+    ``enough`` (a test's lower-bound assertions, on ``summarise``'s summary of the first pass) skips the retry when
+    it already holds: a retried program was a timeout, which reproduces nothing, so its retry can only add
+    reproductions, never turn a passing bound into a failing one. The retry of orthought's hard MIPs was 60-180 s of
+    the suite (5 of its 6 still time out at 60 s on a 2-core machine); the script (``__main__``) always retries."""
     rows = load(set_name)[:limit]
     programs = [to_program(set_name, r) for r in rows]
     config = CONFIG if set_name != "or_instruct_samples" else CONFIG.model_copy(update={"preload": ("coptpy",)})
     executions = list(run_batch(programs, config))
     slow = [i for i, e in enumerate(executions) if e.status == ExecStatus.TIMEOUT_WALL]
+    if slow and enough is not None and enough(summarise(set_name, list(zip(rows, executions, strict=True)))):
+        slow = []
     if slow:
         retry = config.model_copy(update={"timeout_s": RETRY_CONFIG.timeout_s})
         for i, e in zip(slow, run_batch([programs[i] for i in slow], retry), strict=True):
@@ -88,7 +101,7 @@ def matches(row: dict[str, Any], execution: Execution) -> bool:
     return reproduces(answer(execution), truth)
 
 
-def summarise(set_name: str, results: list[tuple[dict[str, Any], Execution]]) -> dict[str, Any]:
+def summarise(set_name: str, results: Results) -> dict[str, Any]:
     with_truth = [(r, e) for r, e in results if r.get("ground_truth") not in (None, "")]
     ok = [(r, e) for r, e in with_truth if matches(r, e)]
     numeric = [(r, e) for r, e in with_truth if not isinstance(r["ground_truth"], str)]
@@ -101,13 +114,18 @@ def summarise(set_name: str, results: list[tuple[dict[str, Any], Execution]]) ->
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+def _orthought_bounds(summary: dict[str, Any]) -> bool:
+    # the published careful re-execution: 415 / 432; and the 9 programs whose published answer is "infeasible (or
+    # unbounded)": the solver says so in each
+    return summary["numeric_reproduced"] >= 415 and (
+        summary["reproduced"] - summary["numeric_reproduced"] == summary["with_truth"] - 432)
+
+
 def test_orthought_reproduces_published_objectives() -> None:
-    results = run_set("orthought_reference_code")
+    results = run_set("orthought_reference_code", enough=_orthought_bounds)
     summary = summarise("orthought_reference_code", results)
     assert summary["numeric_truth"] == 432
-    assert summary["numeric_reproduced"] >= 415, summary  # the published careful re-execution: 415 / 432
-    # the 9 programs whose published answer is "infeasible (or unbounded)": the solver says so in each
-    assert summary["reproduced"] - summary["numeric_reproduced"] == summary["with_truth"] - 432, summary
+    assert _orthought_bounds(summary), summary
     # every program got a definite classification; none was lost to the sandbox itself
     assert ExecStatus.SANDBOX_ERROR not in {e.status for _, e in results}, summary
 
@@ -115,14 +133,14 @@ def test_orthought_reproduces_published_objectives() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_nlp4lp_reproduces_published_objectives() -> None:
-    results = run_set("nlp4lp_optimus_reference_code")
+    results = run_set("nlp4lp_optimus_reference_code", enough=lambda s: s["reproduced"] >= 241)
     summary = summarise("nlp4lp_optimus_reference_code", results)
     assert summary["with_truth"] == 242
     assert summary["reproduced"] >= 241, summary
 
 
 def test_complexor_function_style_programs_reproduce() -> None:
-    results = run_set("complexor_reference_code")
+    results = run_set("complexor_reference_code", enough=lambda s: s["reproduced"] >= 10)
     summary = summarise("complexor_reference_code", results)
     # Measured: 10 / 18. The other 8 are the source's own faults, each classified: 4 return a different optimum
     # than the published one (cell_tower, dietu_problem, prod, steel4), 2 crash on their own sample_input
