@@ -191,7 +191,7 @@ def test_formulation_has_five_elements_and_the_algebra() -> None:
     assert "capacity (2 rows)" in text or "capacity (" in text
     assert "maximize sum_{p in products} profit[p] * make[p]" in text
     features = formulation_text(feature_model("milp"))
-    assert "odd (2 rows)" in features and "1 more like it" in features  # written-out rows: the first, and a count
+    assert "or (2 rows)" in features and "1 more like it" in features  # written-out rows: the first, and a count
     assert "bounds per element" in features and "binary" in features
     assert formulation_text(feature_model("milp")) == features  # deterministic
 

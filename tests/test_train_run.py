@@ -39,8 +39,11 @@ def shards(tmp_path_factory) -> dict[str, Path]:
 
 
 def _recipe(kind: str, sources: list[dict], **train):
+    # dtype pinned: "auto" times a GEMM probe at start-up, and on a loaded machine two runs that a test compares
+    # loss for loss could choose differently (the probe has its own tests).
     base = {"train.steps": 20, "train.batch_rows": 8, "train.micro_batch": 8, "train.warmup_steps": 2,
-            "train.eval_every": 0, "data.seq_len": 128, "tokenizer.vocab_size": 512, "data.val_rows": 8}
+            "train.eval_every": 0, "data.seq_len": 128, "tokenizer.vocab_size": 512, "data.val_rows": 8,
+            "train.dtype": "fp32"}
     base.update({f"train.{k}": v for k, v in train.items() if not k.startswith("_")})
     base["data.sources"] = sources
     base.update(train.get("_extra", {}))
@@ -143,7 +146,7 @@ def test_resume_reproduces_the_uninterrupted_loss_curve(shards, tmp_path) -> Non
 
 def test_fsdp2_two_processes_match_one_process(cpt_run, shards, tmp_path) -> None:
     tok = str(cpt_run["out"] / "tokenizer")
-    sets = ["train.steps=2", "train.batch_rows=8", "train.micro_batch=4", "data.seq_len=128", "train.eval_every=0",
+    sets = ["train.dtype=fp32", "train.steps=2", "train.batch_rows=8", "train.micro_batch=4", "data.seq_len=128", "train.eval_every=0",
             "train.warmup_steps=2", "data.val_rows=8", f'tokenizer.path="{tok}"']
     single = run(_recipe("cpt", [{"path": str(shards["cpt"])}], steps=2, micro_batch=4,
                          _extra={"tokenizer.path": tok}), tmp_path / "one")
