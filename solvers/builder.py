@@ -42,6 +42,10 @@ class ModelBuilder:
         self._sets[name] = IndexSet(name=name, elements=tuple(elements), description=description)
         return tuple(elements)
 
+    def elements(self, *names: str) -> tuple[tuple[str, ...], ...]:
+        """The elements of the declared sets ``names``, one tuple each (``(foods,) = b.elements("foods")``)."""
+        return tuple(self._sets[n].elements for n in names)
+
     def add_param(
         self,
         name: str,

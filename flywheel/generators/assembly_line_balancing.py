@@ -18,28 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, plural, table
+from flywheel.generators._text import join, listing, names, plural
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "washing machine line": {
-        "tasks": ["MountFrame", "FitDrum", "FitMotor", "WireHarness", "FitPump", "AttachDoor", "FitPanel",
-                  "MountControls", "FitHoses", "Seal", "FitLid", "TestRun", "Label", "Pack"],
-        "station": "workstation", "who": "the industrial engineer of an appliance plant",
-    },
-    "order picking line": {
-        "tasks": ["ScanOrder", "PickBulk", "PickSmall", "CheckItems", "Wrap", "Box", "AddInvoice", "Weigh",
-                  "Seal", "PrintLabel", "Tape", "Sort", "Palletise", "Load"],
-        "station": "pick station", "who": "the shift lead of a fulfilment warehouse",
-    },
-    "router assembly": {
-        "tasks": ["PlaceBoard", "SolderPorts", "FitChip", "FitRadio", "FitAntenna", "FlashFirmware", "FitFan",
-                  "CloseCase", "ScrewCase", "BurnIn", "SignalTest", "Sticker", "Manual", "Carton"],
-        "station": "bench", "who": "the production lead of a network equipment maker",
-    },
-}
 
 
 def _witness_load(times: list[int], stations: int) -> int:
@@ -57,17 +38,9 @@ def _witness_load(times: list[int], stations: int) -> int:
 @register
 class AssemblyLineBalancing(Family):
     name = "assembly_line_balancing"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"washing machine line": "manufacturing", "order picking line": "logistics",
-               "router assembly": "telecom"}
-    techniques = ("precedence_disjunctive", "min_max")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"), ("plain",))
-    reorder_keys = ("tasks",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        tasks = names(_DOMAINS[domain]["tasks"], 5 + difficulty, "Task")  # in a topological order
+        tasks = names(self.vocab[domain]["tasks"], 5 + difficulty, "Task")  # in a topological order
         time = {t: int(rng.integers(10, 90)) for t in tasks}  # seconds
         after = {b: sorted({tasks[int(i)] for i in rng.integers(0, k, size=int(rng.integers(1, 3)))})
                  for k, b in enumerate(tasks) if k > 0 and rng.random() < 0.8}
@@ -81,8 +54,8 @@ class AssemblyLineBalancing(Family):
         return {**data, "max_cycle": max(0, math.floor(average / 6) - int(rng.integers(1, 3))) / 10}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("assembly_line_balancing")
-        tasks = b.add_set("tasks", data["tasks"], "tasks to assign")
+        b = self.builder(data)
+        (tasks,) = b.elements("tasks")
         stations = b.add_set("stations", [f"S{k + 1}" for k in range(data["stations"])], "stations in line order")
         pairs = [(a, c) for c, before in data["after"].items() for a in before]
         b.add_set("precedences", [f"{a}__{c}" for a, c in pairs], "task pairs: the first must come no later")
@@ -109,29 +82,16 @@ class AssemblyLineBalancing(Family):
         b.set_objective("minimize", [(cycle, 1)], description="cycle time in seconds")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        tasks, st = data["tasks"], v["station"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        tasks = data["tasks"]
+        st = v["station"]
         times = listing(data["time"], tasks, "{k} {v} s")
-        order = "; ".join(f"{c} needs {join(before)} done first" for c, before in data["after"].items()
-                          if c in tasks) or "no task depends on another"
-        rule = (f"A task may not sit at a {st} earlier in the line than a task it needs (the same {st} is fine).")
-        limit = f"The cycle time may not exceed {n(data['max_cycle'])} minutes."
-        count = f"{n(data['stations'])} {plural(st)} in a row"
-        if template == 0:
-            return (f"{v['who'].capitalize()} must spread {len(tasks)} tasks over {count}. Task times in seconds: "
-                    f"{times}. Precedences: {order}. {rule} The cycle time is the largest total task time at any "
-                    f"{st}. {limit} Assign each task to one {st} so that the cycle time is as short as possible.")
-        if template == 1:
-            rows = [[t, data["time"][t], join(data["after"].get(t, [])) or "-"] for t in tasks]
-            return (f"Balance a {domain} with {count}.\n\n{table(['Task', 'Time (s)', 'Needs first'], rows)}\n\n"
-                    f"{rule} {limit} Minimise the cycle time, the heaviest {st} load, with every task at exactly "
-                    f"one {st}.")
-        if template == 2:
-            return (f"Demand has gone up, and {v['who']} wants the {domain} to run faster. The line has {count}, "
-                    f"and the work is split into tasks taking {times} (seconds). Some tasks need others first: "
-                    f"{order}. {rule} The line moves at the pace of its busiest {st}. {limit} Which assignment "
-                    "gives the shortest cycle, each task done at a single station?")
-        return (f"Minimise the cycle time of a {domain}. Stations: {count}. Times (s): {times}. Order: {order}. "
-                f"{rule} {limit} Each task is assigned whole to one {st}, an integer (0/1) choice.")
+        order = (
+            "; ".join((f"{c} needs {join(before)} done first" for c, before in data["after"].items() if c in tasks))
+            or "no task depends on another"
+        )
+        rule = f"A task may not sit at a {st} earlier in the line than a task it needs (the same {st} is fine)."
+        limit = f"The cycle time may not exceed {number_text(data['max_cycle'])} minutes."
+        count = f"{number_text(data['stations'])} {plural(st)} in a row"
+        rows = [[t, data["time"][t], join(data["after"].get(t, [])) or "-"] for t in tasks]
+        return {"count": count, "limit": limit, "order": order, "rows": rows, "rule": rule, "st": st, "times": times}

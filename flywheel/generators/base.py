@@ -26,13 +26,19 @@ difficulty) gives a byte-identical record.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import inspect
+import json
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
+import jinja2
+import jinja2.meta
 import numpy as np
 
 from flywheel.generators._phrasing import (
@@ -49,6 +55,7 @@ from flywheel.generators._phrasing import (
     story_intro,
     text_rng,
 )
+from solvers.builder import ModelBuilder
 from solvers.errors import FlywheelError, unknown_name
 from solvers.ir import Model, as_jsonable
 from solvers.records import Problem, canonical_json, content_hash
@@ -64,6 +71,7 @@ def register(cls: type[Family]) -> type[Family]:
     if cls.name in FAMILIES and FAMILIES[cls.name] is not cls:
         raise ValueError(f"family {cls.name!r} registered twice")
     where = f"family {cls.name}"
+    _apply_spec(cls, load_spec(cls.name))
     if "domains" not in vars(cls):
         # The story domains are the keys of ``sectors`` (one application domain each), in that order: one list,
         # not two to keep in step.
@@ -105,6 +113,13 @@ class Family(ABC):
     template_styles: ClassVar[tuple[tuple[str, ...], ...]] = ()
     # Lists of ``data`` that the reordered variant may permute; None = every top-level list of names.
     reorder_keys: ClassVar[tuple[str, ...] | None] = None
+    # From the family's spec file (``spec/<name>.json``, see ``load_spec``): the story domains' vocabularies, the
+    # own templates (Jinja), the sets and parameters ``builder`` declares, the builder's model name.
+    vocab: ClassVar[dict[str, dict[str, Any]]] = {}
+    templates: ClassVar[tuple[str, ...]] = ()
+    sets: ClassVar[dict[str, str]] = {}
+    params: ClassVar[dict[str, tuple[str, tuple[str, ...], str, str, bool]]] = {}
+    model_name: ClassVar[str] = ""
 
     @abstractmethod
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
@@ -118,9 +133,26 @@ class Family(ABC):
     def build(self, data: dict[str, Any]) -> Model:
         """The IR of the instance. Parameters hold every number of ``data``."""
 
-    @abstractmethod
     def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        """The word problem, in phrasing ``template`` (0 .. n_templates-1)."""
+        """The word problem, in phrasing ``template`` (0 .. n_templates-1): the spec's Jinja template rendered over
+        the instance data, the domain's vocabulary ``v``, ``domain`` and ``fields(data, v, domain)`` (later names
+        win), with the family module's own names (helpers, constants) and Python's builtins in scope."""
+        v = self.vocab[domain]
+        template_obj, names = _compiled(type(self))[template]
+        return template_obj.render({**data, **names, "data": data, "v": v, "domain": domain, **self.fields(data, v, domain)})
+
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        """Text the templates need that is more than a lookup (listings, rules): name -> value. Default none."""
+        return {}
+
+    def builder(self, data: dict[str, Any]) -> ModelBuilder:
+        """A ``ModelBuilder`` with the spec's ``sets`` and ``params`` declared from ``data`` (in spec order)."""
+        b = ModelBuilder(self.model_name or self.name)
+        for set_name, desc in self.sets.items():
+            b.add_set(set_name, data[set_name], desc)
+        for par, (key, index, unit, desc, derived) in self.params.items():
+            b.add_param(par, data[key], index, unit, desc, derived=derived)
+        return b
 
     @classmethod
     def code_hash(cls) -> str:
@@ -210,11 +242,108 @@ def replace_at(data: dict[str, Any], path: Sequence[str], value: Any) -> dict[st
 
 @functools.cache
 def _code_hash(cls: type) -> str:
-    # The whole module, not just the class: module-level vocabularies (``_DOMAINS``) shape the questions too.
-    # inspect.getsource re-reads and re-tokenises the file (about a third of generate_problem's time); the source
-    # cannot change within one process, so once per class is enough.
+    # The whole module, not just the class (module-level helpers shape the questions too), and the spec file
+    # (vocabularies, templates, parameters). inspect.getsource re-reads and re-tokenises the file (about a third
+    # of generate_problem's time); the source cannot change within one process, so once per class is enough.
     module = inspect.getmodule(cls)
-    return hashlib.sha256(inspect.getsource(module if module is not None else cls).encode()).hexdigest()[:16]
+    source = inspect.getsource(module if module is not None else cls)
+    spec = SPEC_DIR / f"{getattr(cls, 'name', '')}.json"
+    return hashlib.sha256((source + (spec.read_text() if spec.exists() else "")).encode()).hexdigest()[:16]
+
+
+# ---- family specs: the data half of a family ----------------------------------------------------------------
+
+SPEC_DIR = Path(__file__).with_name("spec")
+_SPEC_KEYS = ("version", "problem_class", "techniques", "reorder_keys", "model", "domains", "sets", "params",
+              "templates")
+_PARAM_KEYS = ("index", "unit", "description", "from", "derived")
+
+
+@functools.cache
+def load_spec(name: str) -> dict[str, Any]:
+    """``spec/<name>.json``, the declarative half of family ``name`` (empty when there is none)::
+
+        {"problem_class": "LP", "version": "1", "techniques": [...], "reorder_keys": [...],
+         "domains": {"<story domain>": {"sector": "<application domain>", "<word>": ..., ...}, ...},
+         "sets": {"<set>": "<description>"},
+         "params": {"<param>": {"index": [...], "unit": "...", "description": "...", "from": "<data key>"}},
+         "templates": [{"styles": [...], "text": "<Jinja template>"}, ...]}
+    """
+    path = SPEC_DIR / f"{name}.json"
+    if not path.exists():
+        return {}
+    try:
+        spec = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise FlywheelError(f"{path}: not valid JSON ({exc})", culprit=str(path)) from None
+    for key in spec:
+        if key not in _SPEC_KEYS:
+            raise unknown_name(f"key of {path}", key, list(_SPEC_KEYS))
+    for par, entry in spec.get("params", {}).items():
+        for key in entry:
+            if key not in _PARAM_KEYS:
+                raise unknown_name(f"key of {path} params.{par}", key, list(_PARAM_KEYS))
+    return spec
+
+
+def _apply_spec(cls: type[Family], spec: dict[str, Any]) -> None:
+    """Set a family's class attributes from its spec (a key the spec leaves out keeps the class's value)."""
+    if not spec:
+        return
+    where = f"{SPEC_DIR / cls.name}.json"
+    for key in ("version", "problem_class", "model"):
+        if key in spec:
+            setattr(cls, "model_name" if key == "model" else key, spec[key])
+    cls.techniques = tuple(spec.get("techniques", cls.techniques))
+    if "reorder_keys" in spec:
+        cls.reorder_keys = tuple(spec["reorder_keys"])
+    if "domains" in spec:
+        missing = [d for d, entry in spec["domains"].items() if "sector" not in entry]
+        if missing:
+            raise FlywheelError(f"domains {missing} lack a 'sector'", culprit=where)
+        cls.domains = tuple(spec["domains"])
+        cls.sectors = {d: entry["sector"] for d, entry in spec["domains"].items()}
+        cls.vocab = {d: {k: x for k, x in entry.items() if k != "sector"} for d, entry in spec["domains"].items()}
+    if "templates" in spec:
+        cls.templates = tuple(t["text"] for t in spec["templates"])
+        cls.template_styles = tuple(tuple(t.get("styles", ("plain",))) for t in spec["templates"])
+        cls.n_templates = len(cls.templates)
+    cls.sets = dict(spec.get("sets", {}))
+    cls.params = {par: (e.get("from", par), tuple(e.get("index", ())), e.get("unit", ""), e.get("description", ""),
+                        bool(e.get("derived", False)))
+                  for par, e in spec.get("params", {}).items()}
+
+
+@functools.cache
+def _template_helpers() -> dict[str, Any]:
+    """What every template may call: the text helpers (``join``, ``listing``, ``table``, ``money``, ``plural``,
+    ``names``, ``minutes``, ``percent``, ``per_dozen``, ``thousands``, ``number_text``, ``pairs_text``, ``grid``)."""
+    from flywheel.generators import _phrasing, _routing, _text
+    from solvers.ir import number_text
+
+    picked = {m: getattr(_text, m) for m in ("join", "listing", "table", "money", "plural", "names")}
+    picked |= {m: getattr(_phrasing, m) for m in ("minutes", "percent", "per_dozen", "thousands")}
+    picked |= {m: getattr(_routing, m) for m in ("pairs_text", "grid")}
+    return picked | {"number_text": number_text}
+
+
+_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@functools.cache
+def _compiled(cls: type[Family]) -> tuple[tuple[jinja2.Template, dict[str, Any]], ...]:
+    """Each own template compiled once, with the names it uses from the family's module and Python's builtins
+    (what an f-string in the module could see)."""
+    scope = {**vars(builtins), **_template_helpers(), **vars(sys.modules[cls.__module__])}
+    out = []
+    for i, text in enumerate(cls.templates):
+        try:
+            parsed = _JINJA.parse(text)
+        except jinja2.TemplateSyntaxError as exc:
+            raise FlywheelError(f"template {i}: {exc}", culprit=f"{SPEC_DIR / cls.name}.json") from None
+        names = {n: scope[n] for n in jinja2.meta.find_undeclared_variables(parsed) if n in scope}
+        out.append((_JINJA.from_string(text), names))
+    return tuple(out)
 
 
 # The generic variants every family gets after its own templates: (styles, own template they build on).

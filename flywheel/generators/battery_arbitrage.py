@@ -18,29 +18,12 @@ import numpy as np
 
 from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "grid battery": {"e": "MWh", "p": "MW", "price": "$/MWh", "low": -40, "who": "the trader of a grid-scale "
-                     "battery", "why": "the reserve is held back for frequency response"},
-    "tower backup": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the energy lead of a "
-                     "mobile-tower operator", "why": "the reserve keeps the tower on air through a power cut"},
-    "supermarket battery": {"e": "kWh", "p": "kW", "price": "cents/kWh", "low": -15, "who": "the facilities "
-                            "manager of a supermarket", "why": "the reserve keeps the freezers running in a blackout"},
-}
 
 
 @register
 class BatteryArbitrage(Family):
     name = "battery_arbitrage"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"grid battery": "energy", "tower backup": "telecom", "supermarket battery": "retail"}
-    techniques = ("multi_period_balance", "big_m_indicator", "either_or_if_then")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ()  # hours are in time order
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
@@ -51,7 +34,7 @@ class BatteryArbitrage(Family):
                 "end_level": int(opening * rng.uniform(0.5, 1.0)),
                 "charge_max": int(rng.integers(5, 30)), "discharge_max": int(rng.integers(5, 30)),
                 "efficiency": int(rng.integers(75, 96)),
-                "price": {t: int(rng.integers(_DOMAINS[domain]["low"], 120)) for t in hours}}
+                "price": {t: int(rng.integers(self.vocab[domain]["low"], 120)) for t in hours}}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         gain = data["efficiency"] / 100 * data["charge_max"] * len(data["hours"])
@@ -59,9 +42,8 @@ class BatteryArbitrage(Family):
         return {**data, "end_level": int(most) + int(rng.integers(1, 8))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("battery_arbitrage")
-        hours = b.add_set("hours", data["hours"], "hours in time order")
-        b.add_param("price", data["price"], ("hours",), "money per energy", "price of an hour")
+        b = self.builder(data)
+        (hours,) = b.elements("hours")
         for key, unit, what in (("capacity", "energy", "storage capacity"), ("opening", "energy", "opening charge"),
                                 ("end_level", "energy", "least charge at the end"),
                                 ("reserve_pct", "percent", "least charge, share of capacity"),
@@ -91,27 +73,22 @@ class BatteryArbitrage(Family):
                         [(charge[(t,)], -data["price"][t]) for t in hours], description="arbitrage profit")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, e, p, hours = number_text, v["e"], v["p"], data["hours"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        hours = data["hours"]
+        n, e, p = number_text, v["e"], v["p"]
         prices = listing(data["price"], hours)
-        spec = (f"The battery stores up to {n(data['capacity'])} {e} and holds {n(data['opening'])} {e} now; it may "
-                f"charge up to {n(data['charge_max'])} {p} and discharge up to {n(data['discharge_max'])} {p} in an "
-                f"hour, and only {n(data['efficiency'])}% of the energy charged is stored.")
-        rules = (f"The charge may never fall below {n(data['reserve_pct'])}% of capacity ({v['why']}), and at the end "
-                 f"of the last hour at least {n(data['end_level'])} {e} must be left.")
-        either = ("In any hour the battery either charges or discharges, not both (a negative price means the "
-                  "buyer is paid to take energy).")
-        if template == 0:
-            return (f"Plan {len(hours)} hours of battery trading for {v['who']}. Prices ({v['price']}): {prices}. "
-                    f"{spec} {rules} {either} Maximise revenue from selling minus the cost of buying.")
-        if template == 1:
-            body = table(["Hour", f"Price ({v['price']})"], [[t, data["price"][t]] for t in hours])
-            return (f"Storage arbitrage ({domain}).\n\n{body}\n\n{spec} {rules} {either} Energy is bought at the "
-                    "hour's price when charging and sold at it when discharging. Find the most profitable schedule.")
-        if template == 2:
-            return (f"Prices swing through the day, and {v['who']} wants the battery to earn from it. {spec} "
-                    f"{rules} The price forecast in {v['price']} is {prices}. {either} How should it charge and "
-                    "discharge each hour to maximise profit?")
-        return (f"Battery scheduling MILP ({domain}) with an integer (0/1) charging-mode decision per hour. {spec} "
-                f"{rules} {either} Hourly prices ({v['price']}): {prices}. Maximise arbitrage profit.")
+        spec = (
+            f"The battery stores up to {n(data['capacity'])} {e} and holds {n(data['opening'])} {e} now; it may "
+            f"charge up to {n(data['charge_max'])} {p} and discharge up to {n(data['discharge_max'])} {p} in an "
+            f"hour, and only {n(data['efficiency'])}% of the energy charged is stored."
+        )
+        rules = (
+            f"The charge may never fall below {n(data['reserve_pct'])}% of capacity ({v['why']}), and at the end "
+            f"of the last hour at least {n(data['end_level'])} {e} must be left."
+        )
+        either = (
+            "In any hour the battery either charges or discharges, not both (a negative price means the "
+            "buyer is paid to take energy)."
+        )
+        body = table(["Hour", f"Price ({v['price']})"], [[t, data["price"][t]] for t in hours])
+        return {"body": body, "either": either, "prices": prices, "rules": rules, "spec": spec}

@@ -12,28 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "truck loading": {
-        "item": "crate", "bin": "truck", "unit": "kg", "stem": "Truck", "capacity": (800, 1500),
-        "items": ["Apples", "Bricks", "Cement", "Doors", "Engines", "Fabric", "Glassware", "Heaters", "Ink",
-                  "Jackets", "Kettles", "Lamps", "Mirrors"],
-    },
-    "cloud hosting": {
-        "item": "virtual machine", "bin": "server", "unit": "GB of RAM", "stem": "Server", "capacity": (64, 256),
-        "items": ["WebFront", "Database", "Cache", "Search", "Queue", "Auth", "Billing", "Reports", "Mail",
-                  "Backup", "Metrics", "Logs", "Scheduler"],
-    },
-    "lumber cutting": {
-        "item": "piece", "bin": "board", "unit": "cm", "stem": "Board", "capacity": (300, 600),
-        "items": ["Leg1", "Leg2", "Rail1", "Rail2", "Shelf1", "Shelf2", "Slat1", "Slat2", "Post1", "Post2",
-                  "Beam1", "Beam2", "Brace1"],
-    },
-}
 
 
 def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
@@ -52,13 +33,9 @@ def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
 @register
 class BinPacking(Family):
     name = "bin_packing"
-    problem_class = "IP"
-    sectors = {"truck loading": "logistics", "cloud hosting": "telecom", "lumber cutting": "manufacturing"}
-    techniques = ("set_partitioning_covering", "fixed_charge")
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         items = names(vocab["items"], 3 + 2 * difficulty, "Item")
         lo, hi = vocab["capacity"]
         capacity = int(rng.integers(lo, hi + 1))
@@ -74,11 +51,8 @@ class BinPacking(Family):
         return {**data, "bins": [f"{stem}{k + 1}" for k in range(need - 1)]}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("bin_packing")
-        items = b.add_set("items", data["items"], "items to pack")
-        bins = b.add_set("bins", data["bins"], "available bins, used in order")
-        b.add_param("size", data["size"], ("items",), "size units", "size of an item")
-        b.add_param("capacity", data["capacity"], (), "size units", "capacity of every bin")
+        b = self.builder(data)
+        items, bins = b.elements("items", "bins")
         b.add_param("n_bins", len(bins), (), "bins", "number of bins available")
         put = b.add_vars("put", ("items", "bins"), VarType.BINARY, description="1 if the item goes into the bin")
         use = b.add_vars("use", ("bins",), VarType.BINARY, description="1 if the bin is used")
@@ -99,23 +73,10 @@ class BinPacking(Family):
         b.set_objective("minimize", [(use[(k,)], 1) for k in bins], description="number of bins used")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        items, unit, cap, k = data["items"], v["unit"], n(data["capacity"]), n(len(data["bins"]))
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        items = data["items"]
+        unit, cap, k = v["unit"], number_text(data["capacity"]), number_text(len(data["bins"]))
         sizes = listing(data["size"], items)
-        if template == 0:
-            return (f"Packing for {domain}: {len(items)} {v['item']}s must be assigned to {v['bin']}s. Their sizes ({unit}) "
-                    f"are: {sizes}. Every {v['bin']} holds at most {cap} {unit}, and {k} {v['bin']}s are available. "
-                    f"Each {v['item']} goes into exactly one {v['bin']} and cannot be split. Use as few {v['bin']}s "
-                    "as possible.")
-        if template == 1:
-            return (f"Minimise the number of {v['bin']}s (capacity {cap} {unit} each; {k} available) needed to hold "
-                    f"{join(items)}, of sizes {sizes} {unit}.")
-        if template == 2:
-            rows = [[i, data["size"][i]] for i in items]
-            return (f"Bin packing ({domain}). {k} identical {v['bin']}s of capacity {cap} {unit} are available.\n\n"
-                    f"{table([v['item'].capitalize(), f'Size ({unit})'], rows)}\n\nAssign each {v['item']} to one "
-                    f"{v['bin']} and minimise the number of {v['bin']}s used.")
-        return (f"How few {v['bin']}s can hold all of these {v['item']}s: {sizes} ({unit})? A {v['bin']} takes up to "
-                f"{cap} {unit}; there are {k} of them. No {v['item']} may be divided.")
+        rows = [[i, data["size"][i]] for i in items]
+        t2_part0 = table([v["item"].capitalize(), f"Size ({unit})"], rows)
+        return {"t2_part0": t2_part0, "cap": cap, "k": k, "sizes": sizes, "unit": unit}

@@ -16,35 +16,15 @@ import numpy as np
 
 from flywheel.generators._text import join, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "price response": {"buckets": ["Budget", "Value", "Regular", "Plus", "Premium", "Luxury", "Collector"],
-                       "up": False, "level": "weekly units sold", "bucket": "price point",
-                       "who": "a retailer's pricing analyst", "obs": "store-weeks"},
-    "load curve": {"buckets": ["Freezing", "Cold", "Cool", "Mild", "Warm", "Hot", "Scorching"], "up": True,
-                   "level": "peak load in MW", "bucket": "temperature band", "who": "a utility's load forecaster",
-                   "obs": "days"},
-    "dose response": {"buckets": ["Placebo", "Micro", "Low", "Medium", "High", "Higher", "Maximum"], "up": True,
-                      "level": "response score", "bucket": "dose level", "who": "a clinical trial statistician",
-                      "obs": "patients"},
-}
 
 
 @register
 class ConstrainedLeastSquares(Family):
     name = "constrained_least_squares"
-    version = "1"
-    problem_class = "QP"
-    domains = tuple(_DOMAINS)
-    sectors = {"price response": "retail", "load curve": "energy", "dose response": "health care"}
-    techniques = ("quadratic_objective",)
-    template_styles = (("table",), ("plain",), ("story",), ("plain",))
-    reorder_keys = ()  # buckets are ordered: the direction of the response depends on it
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         buckets = v["buckets"][:2 + difficulty]
         reps = [f"R{r}" for r in range(1, 3 + difficulty // 2)]
         lo, span = int(rng.integers(5, 40)), int(rng.integers(60, 150))
@@ -60,9 +40,8 @@ class ConstrainedLeastSquares(Family):
         return {**data, "min_step": room // (len(data["buckets"]) - 1) + int(rng.integers(1, 5))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("constrained_least_squares")
-        buckets = b.add_set("buckets", data["buckets"], "ordered buckets, one level each")
-        reps = b.add_set("reps", data["reps"], "repeated observations of a bucket")
+        b = self.builder(data)
+        buckets, reps = b.elements("buckets", "reps")
         b.add_param("obs", {(k, r): data["obs"][k][r] for k in buckets for r in reps}, ("buckets", "reps"), "",
                     "an observed value")
         b.add_param("lower", data["lower"], (), "", "least allowed level")
@@ -84,27 +63,19 @@ class ConstrainedLeastSquares(Family):
                         description="sum of squared residuals")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, buckets, reps = number_text, data["buckets"], data["reps"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        buckets, reps = data["buckets"], data["reps"]
+        n = number_text
         way = "rises" if data["direction"] == "up" else "falls"
         seen = "; ".join(f"{k}: " + ", ".join(n(data["obs"][k][r]) for r in reps) for k in buckets)
-        known = (f"The true {v['level']} {way} from each {v['bucket']} to the next (in the order {join(buckets)}) "
-                 f"by at least {n(data['min_step'])}, and every level lies between {n(data['lower'])} and "
-                 f"{n(data['upper'])}.")
+        known = (
+            f"The true {v['level']} {way} from each {v['bucket']} to the next (in the order {join(buckets)}) "
+            f"by at least {n(data['min_step'])}, and every level lies between {n(data['lower'])} and "
+            f"{n(data['upper'])}."
+        )
         goal = "Minimise the sum of squared differences between the observations and their bucket's level."
-        if template == 0:
-            body = table([v["bucket"].capitalize(), *(f"Obs {r[1:]}" for r in reps)],
-                         [[k, *(data["obs"][k][r] for r in reps)] for k in buckets])
-            return (f"Calibrate one {v['level']} per {v['bucket']} from {len(reps)} {v['obs']} each.\n\n{body}\n\n"
-                    f"{known} {goal}")
-        if template == 1:
-            return (f"Constrained least squares ({domain}): fit a level to each {v['bucket']} given the observations "
-                    f"{seen}. {known} {goal}")
-        if template == 2:
-            return (f"{v['who'].capitalize()} has noisy measurements: {seen}. Taken at face value the averages may "
-                    f"contradict what everyone knows. {known} Which levels fit the data best in the least-squares "
-                    "sense while respecting that knowledge?")
-        return (f"Estimate the {v['level']} for each {v['bucket']}. Observations per {v['bucket']}: {seen}. "
-                f"{known} {goal} Report the fitted levels.")
-
+        body = table(
+            [v["bucket"].capitalize(), *(f"Obs {r[1:]}" for r in reps)],
+            [[k, *(data["obs"][k][r] for r in reps)] for k in buckets],
+        )
+        return {"body": body, "goal": goal, "known": known, "seen": seen}

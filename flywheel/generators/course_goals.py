@@ -18,31 +18,9 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "university department": {
-        "items": ["Calculus", "Statistics", "Programming", "Databases", "Networks", "Ethics", "Algebra", "Physics",
-                  "Writing", "Economics", "Robotics", "Design"],
-        "unit": "section", "who": "the head of department", "happy": "student satisfaction",
-        "slots": "lecture-room slots", "staff": "lecturers",
-    },
-    "library outreach": {
-        "items": ["Reading", "Coding", "Genealogy", "Crafts", "Languages", "Podcasting", "ChessClub", "Homework",
-                  "Seniors", "Toddlers", "Careers", "Photography"],
-        "unit": "workshop", "who": "the council's library service", "happy": "resident approval",
-        "slots": "meeting-room bookings", "staff": "librarians",
-    },
-    "clinic staffing": {
-        "items": ["Triage", "Vaccination", "Diabetes", "Prenatal", "Wound", "Physio", "Dental", "Mental",
-                  "Pediatric", "Cardio", "Eye", "Hearing"],
-        "unit": "clinic session", "who": "the clinic's nursing manager", "happy": "patient satisfaction",
-        "slots": "consulting-room slots", "staff": "nurses",
-    },
-}
 
 # The deviation variables the objective penalises: (variable, weight key, what it measures).
 _PENALISED = (("hours_under", "w_hours_under", "hours below the goal"),
@@ -54,18 +32,9 @@ _PENALISED = (("hours_under", "w_hours_under", "hours below the goal"),
 @register
 class CourseGoals(Family):
     name = "course_goals"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"university department": "sports and education", "library outreach": "public services",
-               "clinic staffing": "health care"}
-    techniques = ("goal_programming_weighted",)
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("items",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(_DOMAINS[domain]["items"], 2 + 2 * difficulty, "Offering")
+        items = names(self.vocab[domain]["items"], 2 + 2 * difficulty, "Offering")
         minutes = {c: 60 * int(rng.integers(1, 5)) for c in items}  # whole hours, stated in minutes
         cost = {c: int(rng.integers(2, 12)) for c in items}  # thousand dollars per section
         score = {c: int(rng.integers(3, 30)) for c in items}
@@ -87,8 +56,8 @@ class CourseGoals(Family):
             **data, "min_sections": {**data["min_sections"], data["items"][0]: 3}, "slots": 2}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("course_goals")
-        items = b.add_set("items", data["items"], "offerings that can run sections")
+        b = self.builder(data)
+        (items,) = b.elements("items")
         for key, unit, desc in (("minutes", "minutes", "weekly length of one section"),
                                 ("cost", "thousand dollars", "cost of one section"),
                                 ("score", "points", "satisfaction points of one section"),
@@ -124,35 +93,22 @@ class CourseGoals(Family):
                         description="weighted unwanted deviations from the goals")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        items, unit = data["items"], v["unit"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        items = data["items"]
+        unit = v["unit"]
         length = listing(data["minutes"], items, "{k} {v} minutes")
         cost = listing(data["cost"], items, "{k} ${v} thousand")
         score = listing(data["score"], items, "{k} {v}")
-        limits = ", ".join(f"{c} {n(data['min_sections'][c])} to {n(data['max_sections'][c])}" for c in items)
-        slots = f"There are {n(data['slots'])} {v['slots']} in total, one per {unit}."
-        goals = (f"The goals: {n(data['hours_goal'])} hours a week for the {v['staff']}, a budget of "
-                 f"${n(data['budget_goal'])} thousand, and at least {n(data['score_goal'])} points of {v['happy']}. "
-                 f"Penalties: {n(data['w_hours_under'])} per hour short of the hours goal, {n(data['w_hours_over'])} "
-                 f"per hour beyond it, {n(data['w_budget'])} per thousand dollars over budget and {n(data['w_score'])} "
-                 f"per {v['happy']} point short.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} plans {unit}s of {join(items)}. Weekly length of one {unit}: {length}. "
-                    f"Cost of one {unit}: {cost}. {v['happy'].capitalize()} points per {unit}: {score}. Each offering "
-                    f"runs this many {unit}s: {limits}. {slots} {goals} How many {unit}s of each should run to "
-                    "minimise the total penalty?")
-        if template == 1:
-            header = ["Offering", "Minutes/week", "Cost ($k)", "Points", f"Min {unit}s", f"Max {unit}s"]
-            rows = [[c, data["minutes"][c], data["cost"][c], data["score"][c], data["min_sections"][c],
-                     data["max_sections"][c]] for c in items]
-            return (f"Weighted goal programme ({domain}).\n\n{table(header, rows)}\n\n{slots} {goals} "
-                    f"Choose a whole number of {unit}s per offering that minimises the weighted deviations.")
-        if template == 2:
-            money = ", ".join(f"${thousands(1000 * data['cost'][c])} for {c}" for c in items)
-            return (f"Every term {v['who']} argues over the timetable. Three wishes pull against each other: {goals} "
-                    f"A {unit} costs {money}; it lasts {length} a week and earns {score} points. Allowed {unit}s: "
-                    f"{limits}. {slots} Count {unit}s in whole numbers. Which timetable keeps the penalty smallest?")
-        return (f"Minimise the weighted goal deviations of this timetable ({domain}). {goals} Per {unit}: lengths "
-                f"{length}; costs {cost}; points {score}. Range of {unit}s: {limits}. {slots}")
+        limits = ", ".join(
+            f"{c} {number_text(data['min_sections'][c])} to {number_text(data['max_sections'][c])}" for c in items
+        )
+        slots = f"There are {number_text(data['slots'])} {v['slots']} in total, one per {unit}."
+        goals = f"The goals: {number_text(data['hours_goal'])} hours a week for the {v['staff']}, a budget of ${number_text(data['budget_goal'])} thousand, and at least {number_text(data['score_goal'])} points of {v['happy']}. Penalties: {number_text(data['w_hours_under'])} per hour short of the hours goal, {number_text(data['w_hours_over'])} per hour beyond it, {number_text(data['w_budget'])} per thousand dollars over budget and {number_text(data['w_score'])} per {v['happy']} point short."
+        header = ["Offering", "Minutes/week", "Cost ($k)", "Points", f"Min {unit}s", f"Max {unit}s"]
+        rows = [
+            [c, data["minutes"][c], data["cost"][c], data["score"][c], data["min_sections"][c], data["max_sections"][c]]
+            for c in items
+        ]
+        money = ", ".join(f"${thousands(1000 * data['cost'][c])} for {c}" for c in items)
+        return {"cost": cost, "goals": goals, "header": header, "length": length, "limits": limits, "money": money, "rows":
+                rows, "score": score, "slots": slots, "unit": unit}

@@ -17,19 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "paper mill": {"orders": ["Newsprint", "Kraft", "Tissue", "Bond", "Glossy", "Cardstock"], "stock": "jumbo reel",
-                   "lengths": (2.0, 3.5), "piece": "roll width", "who": "the mill's converting department"},
-    "fabric shop": {"orders": ["Curtains", "Cushions", "Aprons", "Tablecloths", "Banners", "Quilts"],
-                    "stock": "bolt", "lengths": (3.0, 5.0), "piece": "cut length", "who": "the shop's cutting table"},
-    "pipe works": {"orders": ["Mains", "Laterals", "Risers", "Bypasses", "Drains", "Sleeves"], "stock": "pipe",
-                   "lengths": (4.0, 6.5), "piece": "section length", "who": "the council's water works crew"},
-}
 
 
 def _patterns(size: int, width: dict[str, int]) -> list[dict[str, int]]:
@@ -51,16 +41,9 @@ def _patterns(size: int, width: dict[str, int]) -> list[dict[str, int]]:
 @register
 class CuttingStock(Family):
     name = "cutting_stock"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"paper mill": "manufacturing", "fabric shop": "retail", "pipe works": "public services"}
-    techniques = ("set_partitioning_covering",)
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("orders",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         orders = names(v["orders"], 1 + difficulty, "Order")
         low, high = v["lengths"]
         length = low + 0.5 * int(rng.integers(0, int((high - low) * 2) + 1))
@@ -78,9 +61,8 @@ class CuttingStock(Family):
         return {**data, "stock": math.ceil(need / round(data["length"] * 100)) - 1}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("cutting_stock")
-        orders = b.add_set("orders", data["orders"], "ordered pieces")
-        patterns = b.add_set("patterns", data["patterns"], "maximal cutting patterns")
+        b = self.builder(data)
+        orders, patterns = b.elements("orders", "patterns")
         pieces = data["pieces"]
         b.add_param("length", data["length"], (), "m", "length of a stock piece")
         b.add_param("width", data["width"], ("orders",), "cm", "size of an ordered piece")
@@ -101,24 +83,12 @@ class CuttingStock(Family):
         b.set_objective("minimize", rolls, description="stock pieces used")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        orders, stock, pieces = data["orders"], v["stock"], data["pieces"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        orders, pieces = data["orders"], data["pieces"]
+        stock = v["stock"]
         sizes = listing(data["width"], orders, "{k} {v} cm")
         qty = listing(data["quantity"], orders)
         plans = "; ".join(f"{p}: " + listing(pieces[p], orders, "{v} {k}") for p in data["patterns"])
-        frame = (f"Each {stock} is {n(data['length'])} m long and {n(data['stock'])} are in stock. Ordered "
-                 f"{v['piece']}s: {sizes}.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} must cut {join(orders)}. {frame} Pieces ordered: {qty}. The possible "
-                    f"cutting patterns (pieces per {stock}) are {plans}. Use as few {stock}s as possible.")
-        if template == 1:
-            grid = table(["Pattern", *orders], [[p, *(pieces[p][o] for o in orders)] for p in data["patterns"]])
-            return (f"Cutting-stock problem ({domain}). {frame} Pieces ordered: {qty}.\n\n{grid}\n\nEach row gives "
-                    f"the pieces one {stock} yields with a pattern. Minimise the number of {stock}s cut.")
-        if template == 2:
-            return (f"Orders have piled up at {v['who']}: {qty} pieces. {frame} After measuring, the foreman "
-                    f"listed the patterns worth using: {plans}. Extra pieces may go back on the shelf. How many "
-                    f"{stock}s should be cut with each pattern to fill every order from the fewest {stock}s?")
-        return f"Cover the orders {qty} by cutting {stock}s. {frame} Patterns: {plans}. Minimise the {stock}s used."
+        frame = f"Each {stock} is {number_text(data['length'])} m long and {number_text(data['stock'])} are in stock. Ordered {v['piece']}s: {sizes}."
+        grid = table(["Pattern", *orders], [[p, *(pieces[p][o] for o in orders)] for p in data["patterns"]])
+        return {"frame": frame, "grid": grid, "plans": plans, "qty": qty, "stock": stock}

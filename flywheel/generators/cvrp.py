@@ -18,53 +18,25 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators import _routing as rt
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
 # factor: small units per large unit; step: the capacity is a multiple of step large units.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "parcel delivery": {
-        "depot": "Hub", "customers": ["Bakery", "Pharmacy", "Florist", "Garage", "Bookshop", "Cafe", "Tailor",
-                                      "Optician", "Butcher", "Deli"],
-        "vehicle": "van", "small": "kg", "large": "tonnes", "factor": 1000, "step": 0.1, "dist": "km",
-        "demand": (40, 400), "load": "parcels",
-    },
-    "home care visits": {
-        "depot": "Clinic", "customers": ["Adams", "Baker", "Chen", "Dubois", "Evans", "Fischer", "Garcia", "Hughes",
-                                         "Ibrahim", "Jones"],
-        "vehicle": "nurse", "small": "minutes", "large": "hours", "factor": 60, "step": 0.5, "dist": "km",
-        "demand": (20, 90), "load": "care",
-    },
-    "store replenishment": {
-        "depot": "Warehouse", "customers": ["Northgate", "Riverside", "Oldtown", "Harbour", "Westfield", "Uptown",
-                                            "Lakeside", "Millbrook", "Eastend", "Parkview"],
-        "vehicle": "truck", "small": "cases", "large": "dozen cases", "factor": 12, "step": 1, "dist": "miles",
-        "demand": (10, 60), "load": "stock",
-    },
-}
 
 
 def _q(data: dict[str, Any]) -> float:
     """The capacity in the demands' unit (rounded: 1.1 tonnes is 1100 kg, not 1100.0000000000002)."""
-    factor = next(v["factor"] for v in _DOMAINS.values() if v["depot"] == data["depot"])
+    factor = next(v["factor"] for v in CVRP.vocab.values() if v["depot"] == data["depot"])
     return round(data["capacity"] * factor, 6)
 
 
 @register
 class CVRP(Family):
     name = "cvrp"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"parcel delivery": "logistics", "home care visits": "health care", "store replenishment": "retail"}
-    techniques = ("subtour_elimination", "big_m_indicator")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("customers",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         customers = names(v["customers"], 2 + difficulty, "Customer")
         dist = rt.euclidean(rng, [v["depot"], *customers])
         demand = {c: int(rng.integers(*v["demand"])) for c in customers}
@@ -84,7 +56,7 @@ class CVRP(Family):
         return {**data, "vehicles": math.ceil(sum(data["demand"].values()) / _q(data)) - 1}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("cvrp")
+        b = self.builder(data)
         places = b.add_set("places", [data["depot"], *data["customers"]], "the depot (first) and the customers")
         customers = b.add_set("customers", data["customers"], "customers, each served by one vehicle")
         x = rt.legs(b, places, data["dist"], "dist", "distance", "length of a leg")
@@ -112,29 +84,13 @@ class CVRP(Family):
         b.set_objective("minimize", [(x[p], data["dist"][p[0]][p[1]]) for p in x], description="total distance")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        depot, customers, veh = data["depot"], data["customers"], v["vehicle"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        customers, depot = data["customers"], data["depot"]
+        veh = v["vehicle"]
         places = [depot, *customers]
-        cap = f"{n(data['capacity'])} {v['large']}"
+        cap = f"{number_text(data['capacity'])} {v['large']}"
         needs = listing(data["demand"], customers, "{k} {v} " + v["small"])
-        fleet = (f"There are {n(data['vehicles'])} identical {veh}s, each with a capacity of {cap}; every route "
-                 f"starts and ends at {depot}, and a {veh} need not be used.")
+        fleet = f"There are {number_text(data['vehicles'])} identical {veh}s, each with a capacity of {cap}; every route starts and ends at {depot}, and a {veh} need not be used."
         legs = rt.pairs_text(places, data["dist"])
         needs_semi = listing(data["demand"], customers, "{k} {v} " + v["small"], "; ")
-        if template == 0:
-            return (f"Plan the {domain} from {depot}. Each of {join(customers)} is served by exactly one {veh}, in "
-                    f"one stop. Demands: {needs}. {fleet} Distances in {v['dist']} (both directions alike): {legs}. "
-                    "Minimise the total distance driven.")
-        if template == 1:
-            return (f"Capacitated vehicle routing for {domain}. Distances ({v['dist']}, row = from, column = to):"
-                    f"\n\n{rt.grid(places, data['dist'])}\n\n{fleet} Demands ({v['small']}): {needs}. Each customer "
-                    "gets one visit. Find routes of least total length.")
-        if template == 2:
-            return (f"Every morning the {v['load']} for {len(customers)} customers is assigned to {veh}s at {depot}. "
-                    f"Today's demands are {needs}. {fleet} A customer's {v['load']} cannot be split between {veh}s. "
-                    f"The road distances ({v['dist']}) are {legs}. Which routes cover everyone with the least "
-                    "driving?")
-        return (f"What is the shortest total distance for serving {join(customers)} from {depot}? {fleet} Each "
-                f"customer is visited once and needs {needs_semi}. Legs in {v['dist']}: {legs}.")
+        return {"fleet": fleet, "legs": legs, "needs": needs, "needs_semi": needs_semi, "places": places, "veh": veh}

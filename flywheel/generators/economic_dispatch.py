@@ -16,34 +16,17 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import minutes
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "power pool": {"units": ["Coal", "CCGT1", "CCGT2", "OCGT", "Biomass", "Oil", "Hydro"], "q": "MW",
-                   "load": "system demand", "who": "the dispatcher of a regional power pool"},
-    "factory power plant": {"units": ["Genset1", "Genset2", "Turbine", "Engine4", "Engine5", "CHP", "Backup"],
-                            "q": "kW", "load": "site load", "who": "the energy manager of a paper mill"},
-    "district heating": {"units": ["BoilerA", "BoilerB", "HeatPump", "WoodChip", "GasBoiler", "Waste", "Peaker"],
-                         "q": "MW of heat", "load": "heat demand", "who": "the operator of a city heating network"},
-}
 
 
 @register
 class EconomicDispatch(Family):
     name = "economic_dispatch"
-    version = "1"
-    problem_class = "QP"
-    domains = tuple(_DOMAINS)
-    sectors = {"power pool": "energy", "factory power plant": "manufacturing", "district heating": "public services"}
-    techniques = ("quadratic_objective", "ratio_percentage")
-    template_styles = (("table", "units"), ("units",), ("story", "units"), ("units",))
-    reorder_keys = ("units",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(_DOMAINS[domain]["units"], 2 + difficulty, "Unit")
+        units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
         pmax = {u: int(rng.integers(60, 300)) for u in units}
         pmin = {u: int(pmax[u] * rng.uniform(0.1, 0.4)) for u in units}
         ramp = {u: round(float(rng.uniform(0.5, 4)), 1) for u in units}
@@ -64,8 +47,8 @@ class EconomicDispatch(Family):
         return {**data, "reserve_pct": math.floor(100 * most / data["demand"]) + int(rng.integers(1, 10))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("economic_dispatch")
-        units = b.add_set("units", data["units"], "running units")
+        b = self.builder(data)
+        (units,) = b.elements("units")
         for key, unit, what in (("pmin", "quantity", "minimum output"), ("pmax", "quantity", "maximum output"),
                                 ("ramp", "quantity per minute", "ramp rate"),
                                 ("fixed", "money per hour", "no-load cost a"),
@@ -94,28 +77,24 @@ class EconomicDispatch(Family):
                         constant=sum(data["fixed"].values()), description="hourly fuel cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, q, units = number_text, v["q"], data["units"]
-        costs = "; ".join(f"{u}: {n(data['fixed'][u])} + {n(data['linear'][u])} p + {n(data['quad'][u])} p^2"
-                          for u in units)
-        limits = "; ".join(f"{u} {n(data['pmin'][u])} to {n(data['pmax'][u])} {q}, ramping {n(data['ramp'][u])} {q} "
-                           "per minute" for u in units)
-        need = (f"The {v['load']} is {n(data['demand'])} {q}. Spinning reserve (unused capacity a unit can deliver "
-                f"within {minutes(data['window'] / 60)}, limited by its ramp rate and its headroom below its maximum) "
-                f"must total at least {n(data['reserve_pct'])}% of the {v['load']}.")
-        if template == 0:
-            rows = [[u, data["pmin"][u], data["pmax"][u], data["ramp"][u], data["fixed"][u], data["linear"][u],
-                     data["quad"][u]] for u in units]
-            head = ["Unit", f"Min ({q})", f"Max ({q})", f"Ramp ({q}/min)", "a ($/h)", "b ($ per unit)", "c"]
-            return (f"Economic dispatch ({domain}). Each unit's hourly cost is a + b p + c p^2 at output p.\n\n"
-                    f"{table(head, rows)}\n\n{need} Choose the outputs that minimise the total hourly cost.")
-        if template == 1:
-            return (f"Minimise the total hourly fuel cost of {join(units)}, with cost curves (in $ per hour, p in "
-                    f"{q}) {costs}. Output ranges and ramp rates: {limits}. {need}")
-        if template == 2:
-            return (f"Tonight {v['who']} has {len(units)} units running and must decide how to load them. Their fuel "
-                    f"costs per hour are {costs}, with p the output in {q}. The units can run at {limits}. {need} "
-                    "Every unit must stay on. What loading is cheapest?")
-        return (f"Quadratic-cost dispatch for a {domain}. Units and limits: {limits}. Cost functions ($/h): {costs}. "
-                f"{need} Find the least-cost outputs.")
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        units = data["units"]
+        n, q = number_text, v["q"]
+        costs = "; ".join(
+            f"{u}: {n(data['fixed'][u])} + {n(data['linear'][u])} p + {n(data['quad'][u])} p^2" for u in units
+        )
+        limits = "; ".join(
+            f"{u} {n(data['pmin'][u])} to {n(data['pmax'][u])} {q}, ramping {n(data['ramp'][u])} {q} per minute"
+            for u in units
+        )
+        need = (
+            f"The {v['load']} is {n(data['demand'])} {q}. Spinning reserve (unused capacity a unit can deliver "
+            f"within {minutes(data['window'] / 60)}, limited by its ramp rate and its headroom below its maximum) "
+            f"must total at least {n(data['reserve_pct'])}% of the {v['load']}."
+        )
+        rows = [
+            [u, data["pmin"][u], data["pmax"][u], data["ramp"][u], data["fixed"][u], data["linear"][u], data["quad"][u]]
+            for u in units
+        ]
+        head = ["Unit", f"Min ({q})", f"Max ({q})", f"Ramp ({q}/min)", "a ($/h)", "b ($ per unit)", "c"]
+        return {"costs": costs, "head": head, "limits": limits, "need": need, "q": q, "rows": rows}

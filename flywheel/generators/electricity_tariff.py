@@ -18,34 +18,18 @@ import numpy as np
 
 from flywheel.generators._text import join, listing, table
 from flywheel.generators.base import Family, exceed, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "electrolyser plant": {"jobs": ["Stack1", "Stack2", "Stack3", "Stack4"], "e": "MWh", "what": "electrolyser "
-                           "stack", "money": "$", "who": "a green-hydrogen producer"},
-    "foundry": {"jobs": ["Furnace", "Kiln", "Compressor", "Shredder"], "e": "kWh", "what": "batch process",
-                "money": "cents", "who": "a metal foundry"},
-    "water pumping": {"jobs": ["NorthPumps", "EastPumps", "Booster", "Sludge"], "e": "kWh", "what": "pumping duty",
-                      "money": "cents", "who": "a municipal water utility"},
-}
 _BANDS = ("OffPeak", "Peak", "Shoulder")
 
 
 @register
 class ElectricityTariff(Family):
     name = "electricity_tariff"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"electrolyser plant": "energy", "foundry": "manufacturing", "water pumping": "public services"}
-    techniques = ("piecewise_linear",)
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
-        jobs = _DOMAINS[domain]["jobs"][:1 + (difficulty + 1) // 2]
+        jobs = self.vocab[domain]["jobs"][:1 + (difficulty + 1) // 2]
         # Bands in the order of the day: off-peak first third, peak middle third, shoulder the rest.
         band = {h: _BANDS[min(2, 3 * k // len(hours))] for k, h in enumerate(hours)}
         base = {h: int(rng.integers(5, 40)) for h in hours}
@@ -69,9 +53,8 @@ class ElectricityTariff(Family):
         return exceed(data, "minutes", j, 60 * (data["end"][j] - data["start"][j] + 1), 30 * rng.integers(1, 4))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("electricity_tariff")
-        hours = b.add_set("hours", data["hours"], "hours of the day in order")
-        jobs = b.add_set("jobs", data["jobs"], "flexible loads")
+        b = self.builder(data)
+        hours, jobs = b.elements("hours", "jobs")
         blocks = b.add_set("blocks", ["B1", "B2", "B3"], "tariff blocks, cheapest first off-peak")
         inner = b.add_set("boundaries", ["B1", "B2"], "blocks with a fixed size (the last runs to the limit)")
         b.add_set("bands", list(_BANDS), "tariff bands of the day")
@@ -112,34 +95,27 @@ class ElectricityTariff(Family):
         b.set_objective("minimize", cost, description="electricity bill")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, e, money, hours, jobs = number_text, v["e"], v["money"], data["hours"], data["jobs"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        hours, jobs = data["hours"], data["jobs"]
+        n, e, money = number_text, v["e"], v["money"]
         w1, w2 = data["widths"]
-        tariff = "; ".join(f"{bd} hours: the first {n(w1)} {e} at {n(p[0])}, the next {n(w2)} at {n(p[1])} and the "
-                           f"rest at {n(p[2])} {money} per {e}" for bd, p in data["price"].items())
+        tariff = "; ".join(
+            f"{bd} hours: the first {n(w1)} {e} at {n(p[0])}, the next {n(w2)} at {n(p[1])} and the "
+            f"rest at {n(p[2])} {money} per {e}"
+            for bd, p in data["price"].items()
+        )
         bands = "; ".join(f"{bd} {join([h for h in hours if data['band'][h] == bd])}" for bd in _BANDS)
-        needs = "; ".join(f"{j} needs the energy of {n(data['minutes'][j])} minutes at its full rate of "
-                          f"{n(data['rate'][j])} {e} per hour, between hours {n(data['start'][j])} and "
-                          f"{n(data['end'][j])} (inclusive), never above that rate" for j in jobs)
+        needs = "; ".join(
+            f"{j} needs the energy of {n(data['minutes'][j])} minutes at its full rate of "
+            f"{n(data['rate'][j])} {e} per hour, between hours {n(data['start'][j])} and "
+            f"{n(data['end'][j])} (inclusive), never above that rate"
+            for j in jobs
+        )
         base = listing(data["base"], hours)
         limit = f"The connection carries at most {n(data['limit'])} {e} in any hour, base load included."
-        if template == 0:
-            return (f"{v['who'].capitalize()} can shift its flexible loads ({join(jobs)}) across the {len(hours)} "
-                    f"hours H1..H{len(hours)}. {needs}. The fixed base load per hour is {base} ({e}). Each hour's "
-                    f"total load is billed in blocks by tariff band ({bands}): {tariff}. {limit} Schedule the "
-                    "flexible loads (fractions of an hour's energy are fine) to minimise the bill.")
-        if template == 1:
-            rows = [[h, data["band"][h], data["base"][h]] for h in hours]
-            job_rows = [[j, data["minutes"][j], data["rate"][j], data["start"][j], data["end"][j]] for j in jobs]
-            return (f"Block-tariff load shifting ({domain}).\n\n{table(['Hour', 'Band', f'Base load ({e})'], rows)}"
-                    f"\n\n{table([v['what'].capitalize(), 'Run time (min)', f'Rate ({e}/h)', 'From hour', 'To hour'], job_rows)}"
-                    f"\n\nEach needs the energy of its run time at its full rate, spread over its hours at no more than that "
-                    f"rate. Tariff, per hour's total load: {tariff}. {limit} Minimise the total bill.")
-        if template == 2:
-            return (f"The electricity bill of {v['who']} is the biggest cost it can still influence. Its tariff bills "
-                    f"each hour's load in blocks: {tariff} (bands: {bands}). Peak blocks get dearer as load grows; "
-                    f"off-peak ones cheaper. Each {v['what']} is flexible within limits: {needs}. The base load is "
-                    f"{base} {e}. {limit} When should the flexible loads run?")
-        return (f"Minimise the cost of {v['who']} under a piecewise-linear block tariff: {tariff}. Hour bands: "
-                f"{bands}. Base loads: {base}. Flexible loads: {needs}. {limit}")
+        rows = [[h, data["band"][h], data["base"][h]] for h in hours]
+        job_rows = [[j, data["minutes"][j], data["rate"][j], data["start"][j], data["end"][j]] for j in jobs]
+        t1_part0 = table(["Hour", "Band", f"Base load ({e})"], rows)
+        t1_part1 = table([v["what"].capitalize(), "Run time (min)", f"Rate ({e}/h)", "From hour", "To hour"], job_rows)
+        return {"t1_part0": t1_part0, "t1_part1": t1_part1, "bands": bands, "base": base, "e": e, "limit": limit, "needs":
+                needs, "tariff": tariff}

@@ -16,45 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, exceed, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
 _SLOTS = ["MonAM", "MonPM", "TueAM", "TuePM", "WedAM", "WedPM", "ThuAM", "ThuPM"]
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "university exams": {
-        "exams": ["Calculus", "Physics", "Chemistry", "Biology", "History", "Economics", "Statistics", "Law",
-                  "French", "Geology", "Music", "Ethics", "Drama", "Finance", "Botany"],
-        "item": "exam", "people": "students", "room": "exam hall", "shared": "students who take both",
-    },
-    "court hearings": {
-        "exams": ["Adler", "Brandt", "Costa", "Dunn", "Ellis", "Foster", "Grant", "Hale", "Irwin", "Keller", "Lowe",
-                  "Moreno", "Nash", "Ortiz", "Price"],
-        "item": "hearing", "people": "attendees", "room": "courtroom", "shared": "the same judge or counsel",
-    },
-    "clinic appointments": {
-        "exams": ["Diabetes", "Asthma", "Physio", "Antenatal", "Cardiac", "Memory", "Smoking", "Nutrition",
-                  "Podiatry", "Hearing", "Sleep", "Stroke", "Weight", "Vaccines", "Wound"],
-        "item": "group session", "people": "patients", "room": "consulting suite", "shared": "the same clinician",
-    },
-}
 
 
 @register
 class ExamTimetabling(Family):
     name = "exam_timetabling"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"university exams": "sports and education", "court hearings": "public services",
-               "clinic appointments": "health care"}
-    techniques = ("set_partitioning_covering", "either_or_if_then")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality",))
-    reorder_keys = ("exams",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        exams = names(_DOMAINS[domain]["exams"], 5 + difficulty, "Item")
+        exams = names(self.vocab[domain]["exams"], 5 + difficulty, "Item")
         slots = _SLOTS[: 3 + difficulty // 2]
         size = {e: int(rng.integers(3, 25)) * 5 for e in exams}
         hidden = {e: slots[int(rng.integers(len(slots)))] for e in exams}
@@ -74,13 +48,8 @@ class ExamTimetabling(Family):
         return exceed(data, "size", data["exams"][int(rng.integers(len(data["exams"])))], most, 5)
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("exam_timetabling")
-        exams = b.add_set("exams", data["exams"], "exams (items) to timetable")
-        slots = b.add_set("slots", data["slots"], "time slots")
-        b.add_param("size", data["size"], ("exams",), "people", "head count of an exam")
-        b.add_param("seats", data["seats"], (), "seats", "seats per room")
-        b.add_param("rooms", data["rooms"], ("slots",), "rooms", "rooms open in a slot")
-        b.add_param("penalty", data["penalty"], ("slots",), "points per person", "dislike of a slot")
+        b = self.builder(data)
+        exams, slots = b.elements("exams", "slots")
         x = b.add_vars("take", ("exams", "slots"), VarType.BINARY, description="1 if the exam is in the slot")
         b.con_group("one_slot", ("exams",), "every exam in exactly one slot (set partitioning)")
         for e in exams:
@@ -98,29 +67,13 @@ class ExamTimetabling(Family):
                         description="penalty points (per person in a disliked slot)")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        exams, slots, item, people = data["exams"], data["slots"], v["item"], v["people"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        exams, slots = data["exams"], data["slots"]
+        item, people = v["item"], v["people"]
         sizes = listing(data["size"], exams, "{k} {v} " + people)
         rooms = listing(data["rooms"], slots, "{v} in " + "{k}")
         pens = listing(data["penalty"], slots)
-        clash = ", ".join(f"{e} and {f}" for e, f in data["conflicts"])
-        rules = (f"Each {v['room']} seats {n(data['seats'])} {people}; the {v['room']}s open per slot are {rooms}. "
-                 f"These pairs involve {v['shared']} and may not share a slot: {clash}.")
-        if template == 0:
-            return (f"Timetable the {item}s {join(exams)} into the slots {join(slots)}, one slot each. Head counts: "
-                    f"{sizes}. {rules} Every person placed in a slot costs its penalty points ({pens}). Minimise "
-                    "the total penalty.")
-        if template == 1:
-            rows = [[t, data["rooms"][t], data["penalty"][t]] for t in slots]
-            return (f"{item.capitalize()} timetabling ({domain}).\n\n{table(['Slot', 'Rooms', 'Penalty per person'], rows)}"
-                    f"\n\nHead counts: {sizes}. Each {v['room']} has {n(data['seats'])} seats. Never in the same "
-                    f"slot: {clash}. Each {item} takes exactly one slot; minimise the penalty summed over all "
-                    f"{people}.")
-        if template == 2:
-            return (f"The office is drawing up next week's {item} timetable. {len(exams)} {item}s ({sizes}) must "
-                    f"each be placed in one of {join(slots)}. {rules} Some slots are unpopular: each person sitting "
-                    f"in one costs {pens} points. Which timetable has the fewest penalty points?")
-        return (f"Assign every {item} to a slot. {rules} Expected {people}: {sizes}. Penalty per person by slot: "
-                f"{pens}. Minimise total penalty; no {item} may be split across slots.")
+        clash = ", ".join((f"{e} and {f}" for e, f in data["conflicts"]))
+        rules = f"Each {v['room']} seats {number_text(data['seats'])} {people}; the {v['room']}s open per slot are {rooms}. These pairs involve {v['shared']} and may not share a slot: {clash}."
+        rows = [[t, data["rooms"][t], data["penalty"][t]] for t in slots]
+        return {"clash": clash, "item": item, "pens": pens, "people": people, "rows": rows, "rules": rules, "sizes": sizes}

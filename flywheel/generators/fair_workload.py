@@ -16,49 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "teaching loads": {
-        "tasks": ["Algebra1", "Algebra2", "Geometry", "Biology", "Chemistry", "PhysicsLab", "History", "Geography",
-                  "French", "Spanish", "Drama", "Music", "Art", "Coding", "Sport", "Debate", "Library", "Careers"],
-        "staff": ["MsAdams", "MrBell", "DrChen", "MsDiaz", "MrEvans"],
-        "person": "teacher", "task": "course", "when": "this term", "who": "the deputy head",
-    },
-    "on-call rota": {
-        "tasks": ["NightA", "NightB", "WeekendA", "WeekendB", "ClinicMon", "ClinicTue", "ClinicWed", "Theatre1",
-                  "Theatre2", "WardRound", "Endoscopy", "Audit", "Teaching", "Outreach", "Triage", "Referrals",
-                  "Discharge", "Research"],
-        "staff": ["DrPatel", "DrOkafor", "DrSmith", "DrNovak", "DrKhan"],
-        "person": "doctor", "task": "duty", "when": "this month", "who": "the rota coordinator",
-    },
-    "casework": {
-        "tasks": ["Housing1", "Housing2", "Benefits1", "Benefits2", "Planning1", "Planning2", "Licence1",
-                  "Licence2", "Noise1", "Noise2", "Parking", "Waste", "Roads", "Schools", "Care1", "Care2",
-                  "Youth", "Elders"],
-        "staff": ["Officer_A", "Officer_B", "Officer_C", "Officer_D", "Officer_E"],
-        "person": "case officer", "task": "case file", "when": "this quarter", "who": "the service manager",
-    },
-}
 
 
 @register
 class FairWorkload(Family):
     name = "fair_workload"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"teaching loads": "sports and education", "on-call rota": "health care", "casework": "public services"}
-    techniques = ("min_max",)
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("tasks",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         tasks = names(v["tasks"], 4 + 2 * difficulty, "Task")
         staff = names(v["staff"], 2 + (difficulty + 1) // 2, "Staff")
         hours = {t: int(rng.integers(4, 40)) for t in tasks}
@@ -78,9 +46,8 @@ class FairWorkload(Family):
         return exceed(data, "hours", t, room - others, rng.integers(1, 10))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("fair_workload")
-        tasks = b.add_set("tasks", data["tasks"], "tasks to hand out")
-        staff = b.add_set("staff", data["staff"], "people who take tasks")
+        b = self.builder(data)
+        tasks, staff = b.elements("tasks", "staff")
         pairs = b.add_set("qualified", [f"{t}__{s}" for t in tasks for s in data["qualified"][t]],
                           "task-person pairs where the person is qualified")
         b.add_param("hours", data["hours"], ("tasks",), "hours", "hours a task takes")
@@ -102,30 +69,13 @@ class FairWorkload(Family):
         b.set_objective("minimize", [(peak, 1)], description="heaviest load")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        tasks, staff, task, person = data["tasks"], data["staff"], v["task"], v["person"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        staff, tasks = data["staff"], data["tasks"]
+        task, person = v["task"], v["person"]
         hours = listing(data["hours"], tasks, "{k} {v} h")
         who_can = "; ".join(f"{t}: {join(data['qualified'][t])}" for t in tasks)
         load = listing(data["committed"], staff, "{k} {v} h")
-        contract = (f"A full-time contract is {n(data['full_time'])} hours {v['when']}, and each {person} works a "
-                    f"share of it: {listing(data['share_pct'], staff, '{k} {v}%')}. Nobody's total may exceed "
-                    "their share.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} hands out {len(tasks)} {task}s ({join(tasks)}) to the {person}s "
-                    f"{join(staff)}. Hours {v['when']}: {hours}. Each {task} goes to one qualified {person}: "
-                    f"{who_can}. Hours already committed: {load}. {contract} Make the heaviest total load as light "
-                    "as possible.")
-        if template == 1:
-            rows = [[t, data["hours"][t], ", ".join(data["qualified"][t])] for t in tasks]
-            return (f"Workload balancing.\n\n{table([task.capitalize(), 'Hours', 'Qualified'], rows)}\n\nCommitted "
-                    f"hours: {load}. {contract} Each {task} is given whole to one {person} (0/1 decisions). Minimise "
-                    "the largest total load.")
-        if template == 2:
-            return (f"Last {v['when'].split()[-1]} some {person}s were swamped while others were idle, and "
-                    f"{v['who']} promised a fairer split. The {task}s take {hours}. Only some {person}s are "
-                    f"qualified: {who_can}. They already carry {load}. {contract} How should the {task}s be "
-                    "handed out so that the busiest person is as little overloaded as possible?")
-        return (f"Minimise the maximum load of {join(staff)}. {task.capitalize()}s and hours: {hours}. "
-                f"Qualified {person}s: {who_can}. Existing hours: {load}. {contract}")
+        contract = f"A full-time contract is {number_text(data['full_time'])} hours {v['when']}, and each {person} works a share of it: {listing(data['share_pct'], staff, '{k} {v}%')}. Nobody's total may exceed their share."
+        rows = [[t, data["hours"][t], ", ".join(data["qualified"][t])] for t in tasks]
+        return {"contract": contract, "hours": hours, "load": load, "person": person, "rows": rows, "task": task, "who_can":
+                who_can}

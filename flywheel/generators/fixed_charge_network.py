@@ -13,37 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "bakery distribution": {"depots": ["OvenHouse", "EastBakery", "MillRoad", "RiverOven", "Northside"],
-                            "customers": ["Cafe_A", "Deli_B", "Hotel_C", "School_D", "Market_E", "Diner_F", "Shop_G",
-                                          "Office_H", "Clinic_I", "Bistro_J", "Kiosk_K"],
-                            "goods": "loaves", "lane": "delivery route"},
-    "regional freight": {"depots": ["Terminal1", "Terminal2", "Terminal3", "Terminal4", "Terminal5"],
-                         "customers": ["Plant_Ames", "Plant_Bree", "Yard_Cole", "Store_Dunn", "Port_Erie",
-                                       "Mill_Fern", "Depot_Gale", "Site_Hale", "Farm_Iver", "Dock_Jade", "Hub_Kent"],
-                         "goods": "pallets", "lane": "trucking lane"},
-    "fuel supply": {"depots": ["Refinery_W", "Refinery_E", "Tankfarm_N", "Tankfarm_S", "Terminal_C"],
-                    "customers": ["Station01", "Station02", "Station03", "Station04", "Station05", "Station06",
-                                  "Station07", "Station08", "Station09", "Station10", "Station11"],
-                    "goods": "barrels", "lane": "pipeline spur"},
-}
 
 
 @register
 class FixedChargeNetwork(Family):
     name = "fixed_charge_network"
-    problem_class = "MILP"
-    sectors = {"bakery distribution": "retail", "regional freight": "logistics", "fuel supply": "energy"}
-    techniques = ("fixed_charge", "big_m_indicator")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         depots = names(v["depots"], 1 + (difficulty + 1) // 2 + 1, "Depot")
         customers = names(v["customers"], 2 + difficulty, "Customer")
         demand = {c: int(rng.integers(2, 30)) * 12 for c in customers}
@@ -61,9 +41,8 @@ class FixedChargeNetwork(Family):
         return exceed(data, "demand", c, sum(data["supply"].values()), 12 * int(rng.integers(1, 5)))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("fixed_charge_network")
-        depots = b.add_set("depots", data["depots"], "depots that ship")
-        customers = b.add_set("customers", data["customers"], "customers with a demand")
+        b = self.builder(data)
+        depots, customers = b.elements("depots", "customers")
         lanes = [(d, c) for d in depots for c in customers]
         b.add_param("supply", data["supply"], ("depots",), "units", "most a depot can ship")
         b.add_param("demand", data["demand"], ("customers",), "units", "demand of a customer")
@@ -85,29 +64,18 @@ class FixedChargeNetwork(Family):
                         + [(y[k], data["fixed"][k[0]][k[1]]) for k in lanes], description="fixed plus shipping cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        depots, customers, goods, lane = data["depots"], data["customers"], v["goods"], v["lane"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        customers, depots = data["customers"], data["depots"]
+        goods, lane = v["goods"], v["lane"]
         sup = listing(data["supply"], depots)
         dem = listing(data["demand"], customers)
-        lanes = "; ".join(f"{d} to {c}: ${n(data['price'][d][c])} per dozen {goods}, ${n(data['fixed'][d][c])} to "
-                          f"open, up to {n(data['capacity'][d][c])} {goods}" for d in depots for c in customers)
-        if template == 0:
-            return (f"A {domain} network has depots {join(depots)} and customers {join(customers)}. Supplies "
-                    f"({goods}): {sup}. Demands ({goods}): {dem}. Every depot-customer {lane} must be opened before "
-                    f"use: {lanes}. Choose the {lane}s to open and the shipments so that all demand is met at the "
-                    "lowest total cost (opening charges plus shipping).")
-        if template == 1:
-            header = ["From", "To", f"Cost ($ per dozen {goods})", "Opening charge ($)", f"Capacity ({goods})"]
-            rows = [[d, c, data["price"][d][c], data["fixed"][d][c], data["capacity"][d][c]]
-                    for d in depots for c in customers]
-            return (f"Design the {domain} network.\n\n{table(header, rows)}\n\nDepot supplies: {sup}. Customer "
-                    f"demands: {dem}. A {lane} that is not opened carries nothing. Minimise total cost.")
-        if template == 2:
-            return (f"Every morning the {domain} dispatcher must decide which {lane}s to run. Opening a {lane} has "
-                    f"a fixed charge, and shipping is priced per dozen {goods}: {lanes}. The depots hold {sup} "
-                    f"{goods}; the customers need {dem} {goods}. What is the cheapest way to serve everyone?")
-        return (f"Minimise fixed plus variable cost in a {domain} network. Demands: {dem}. Supplies: {sup}. Lanes "
-                f"(cost per dozen, opening charge, capacity): {lanes}. Shipments are continuous; lane openings are "
-                "yes/no decisions.")
+        lanes = "; ".join(
+            f"{d} to {c}: ${number_text(data['price'][d][c])} per dozen {goods}, ${number_text(data['fixed'][d][c])} to open, up to {number_text(data['capacity'][d][c])} {goods}"
+            for d in depots
+            for c in customers
+        )
+        header = ["From", "To", f"Cost ($ per dozen {goods})", "Opening charge ($)", f"Capacity ({goods})"]
+        rows = [
+            [d, c, data["price"][d][c], data["fixed"][d][c], data["capacity"][d][c]] for d in depots for c in customers
+        ]
+        return {"dem": dem, "goods": goods, "header": header, "lane": lane, "lanes": lanes, "rows": rows, "sup": sup}

@@ -18,21 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "machining line": {"jobs": ["Axle", "Bracket", "Casing", "Disc", "Elbow", "Fork", "Gear", "Hinge", "Inlet"],
-                       "machines": ["Saw", "Lathe", "Drill", "Grinder"], "job": "part batch"},
-    "food processing": {"jobs": ["Apples", "Beets", "Carrots", "Dates", "Endive", "Figs", "Grapes", "Herbs",
-                                 "Kale"],
-                        "machines": ["Washer", "Peeler", "Slicer", "Packer"], "job": "produce lot"},
-    "bakery": {"jobs": ["Baguettes", "Brioche", "Croissants", "Danish", "Eclairs", "Focaccia", "Gateaux",
-                        "Hotcross", "Muffins"],
-               "machines": ["Mixer", "Proofer", "Oven", "Decorating"], "job": "tray order"},
-}
 
 
 def _makespan(order: list[str], machines: list[str], time: dict[str, dict[str, int]]) -> int:
@@ -48,16 +36,9 @@ def _makespan(order: list[str], machines: list[str], time: dict[str, dict[str, i
 @register
 class FlowShop(Family):
     name = "flow_shop"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"machining line": "manufacturing", "food processing": "agriculture", "bakery": "retail"}
-    techniques = ("precedence_disjunctive", "min_max")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         jobs = names(v["jobs"], 2 + difficulty, "Job")
         machines = v["machines"][: (2, 2, 3, 3, 3)[difficulty - 1]]
         time = {j: {m: int(rng.integers(3, 31)) for m in machines} for j in jobs}
@@ -69,9 +50,8 @@ class FlowShop(Family):
         return {**data, "deadline": (busiest - 1) // 15 / 4}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("flow_shop")
-        jobs = b.add_set("jobs", data["jobs"], "jobs, all taking the same route")
-        machines = b.add_set("machines", data["machines"], "machines in route order")
+        b = self.builder(data)
+        jobs, machines = b.elements("jobs", "machines")
         slots = b.add_set("positions", [f"P{k}" for k in range(1, len(jobs) + 1)], "positions in the sequence")
         time = data["time"]
         b.add_param("time", {(j, m): time[j][m] for j in jobs for m in machines}, ("jobs", "machines"), "minutes",
@@ -113,24 +93,12 @@ class FlowShop(Family):
         b.set_objective("minimize", [(makespan, 1)], description="makespan in minutes")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        jobs, machines, job, time = data["jobs"], data["machines"], v["job"], data["time"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        jobs, machines, time = data["jobs"], data["machines"], data["time"]
+        job = v["job"]
         route = " -> ".join(machines)
-        times = "; ".join(f"{j}: " + ", ".join(f"{n(time[j][m])} on {m}" for m in machines) for j in jobs)
-        rules = (f"Every {job} visits {route} in that order, each machine works on one {job} at a time, and all "
-                 f"machines process the {job}s in the same sequence. Everything must be done within "
-                 f"{n(data['deadline'])} hours.")
-        if template == 0:
-            return (f"A {domain} must process {join(jobs)}. Minutes per machine: {times}. {rules} Choose the "
-                    f"sequence that finishes the last {job} as early as possible (in minutes).")
-        if template == 1:
-            rows = [[j, *(time[j][m] for m in machines)] for j in jobs]
-            return (f"Permutation flow shop ({domain}), processing minutes:\n\n"
-                    f"{table([job.capitalize(), *machines], rows)}\n\n{rules} Minimise the makespan.")
-        if template == 2:
-            return (f"The {domain} opens at six and the supervisor has {len(jobs)} {job}s on the board: {join(jobs)}. "
-                    f"Their minutes on each station are {times}. {rules} What sequence gets the last one out "
-                    "soonest?")
-        return f"Sequence {len(jobs)} {job}s to minimise the makespan. Times (minutes): {times}. {rules}"
+        times = "; ".join(f"{j}: " + ", ".join(f"{number_text(time[j][m])} on {m}" for m in machines) for j in jobs)
+        rules = f"Every {job} visits {route} in that order, each machine works on one {job} at a time, and all machines process the {job}s in the same sequence. Everything must be done within {number_text(data['deadline'])} hours."
+        rows = [[j, *(time[j][m] for m in machines)] for j in jobs]
+        t1_part0 = table([job.capitalize(), *machines], rows)
+        return {"t1_part0": t1_part0, "job": job, "rules": rules, "times": times}

@@ -17,28 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "cellular network": {
-        "sites": ["Harbour", "Airport", "Stadium", "OldTown", "Station", "Uptown", "Mall", "Docks", "Campus",
-                  "Bridge", "Ridge", "Market", "Depot", "Park", "Quarry"],
-        "site": "base station", "who": "a mobile operator's radio planner", "band": "licensed band",
-    },
-    "emergency radio": {
-        "sites": ["FireHQ", "Police", "Ambulance", "Coastguard", "Hospital", "CityHall", "Rescue", "Hillside",
-                  "Dam", "Tunnel", "Ferry", "Prison", "Airfield", "Marina", "Forest"],
-        "site": "repeater", "who": "the county's emergency-communications officer", "band": "public-safety band",
-    },
-    "campus Wi-Fi": {
-        "sites": ["Library", "Gym", "Cafeteria", "ScienceLab", "ArtsHall", "Dorm_A", "Dorm_B", "Auditorium",
-                  "Pool", "Chapel", "Bookshop", "Lab_B", "Studio", "Pavilion", "Admin"],
-        "site": "access point", "who": "the university's network team", "band": "Wi-Fi band",
-    },
-}
 
 
 def _pair(a: str, b: str) -> str:
@@ -48,18 +29,9 @@ def _pair(a: str, b: str) -> str:
 @register
 class FrequencyAssignment(Family):
     name = "frequency_assignment"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"cellular network": "telecom", "emergency radio": "public services",
-               "campus Wi-Fi": "sports and education"}
-    techniques = ("absolute_value", "either_or_if_then", "min_max")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("sites",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        sites = names(_DOMAINS[domain]["sites"], 3 + 2 * difficulty, "Site")
+        sites = names(self.vocab[domain]["sites"], 3 + 2 * difficulty, "Site")
         width = int(pick(rng, [5, 10, 20]))  # MHz between neighbouring channels
         pairs = [(a, b) for a, b in combinations(sites, 2) if rng.random() < 0.4] or [(sites[0], sites[1])]
         sep = {_pair(a, b): width * int(rng.integers(1, 4)) for a, b in pairs}
@@ -72,8 +44,8 @@ class FrequencyAssignment(Family):
         return {**data, "top_channel": data["separation"][key] // data["width"]}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("frequency_assignment")
-        sites = b.add_set("sites", data["sites"], "transmitters that need a channel")
+        b = self.builder(data)
+        (sites,) = b.elements("sites")
         pairs = b.add_set("pairs", list(data["separation"]), "interfering pairs of transmitters")
         b.add_param("width", data["width"], (), "MHz", "spacing between neighbouring channels")
         b.add_param("separation", data["separation"], ("pairs",), "MHz", "least spacing of an interfering pair")
@@ -99,30 +71,13 @@ class FrequencyAssignment(Family):
         b.set_objective("minimize", [(top, 1)], description="highest channel used")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        sites, site = data["sites"], v["site"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        sites = data["sites"]
+        site = v["site"]
         order = {s: i for i, s in enumerate(sites)}
-        # Pairs in the order their transmitters are listed, so a reordered question really reads differently.
         keys = sorted(data["separation"], key=lambda p: tuple(sorted(order[x] for x in p.split("__"))))
         pairs = listing({p.replace("__", " and "): data["separation"][p] for p in keys}, None, "{k} {v} MHz", "; ")
-        band = (f"The {v['band']} has channels 1 to {n(data['top_channel'])}, neighbouring channels "
-                f"{n(data['width'])} MHz apart.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} must give each of the {len(sites)} {site}s ({join(sites)}) one channel. "
-                    f"{band} These pairs interfere unless their frequencies differ by at least the stated spacing: "
-                    f"{pairs}. Other pairs may share a channel. Choose channels so that the highest channel used "
-                    "is as low as possible.")
-        if template == 1:
-            rows = [[*p.split("__"), data["separation"][p]] for p in keys]
-            return (f"Channel plan for {len(sites)} {site}s: {join(sites)}. {band}\n\n"
-                    f"{table([f'{site.capitalize()} A', f'{site.capitalize()} B', 'Least spacing (MHz)'], rows)}"
-                    "\n\nChannel numbers are integers. Minimise the highest channel number used.")
-        if template == 2:
-            return (f"Complaints about dropped calls reached {v['who']}: neighbouring {site}s were too close in "
-                    f"frequency. The {site}s are {join(sites)}. {band} After a survey, the required spacings are "
-                    f"{pairs}; any pair not listed cannot hear each other. To leave room for growth, the new plan "
-                    "should use channels as low as possible. What is the lowest possible highest channel?")
-        return (f"Assign a channel to every {site} ({join(sites)}) minimising the top channel used. {band} "
-                f"Minimum spacings: {pairs}.")
+        band = f"The {v['band']} has channels 1 to {number_text(data['top_channel'])}, neighbouring channels {number_text(data['width'])} MHz apart."
+        rows = [[*p.split("__"), data["separation"][p]] for p in keys]
+        t1_part0 = table([f"{site.capitalize()} A", f"{site.capitalize()} B", "Least spacing (MHz)"], rows)
+        return {"t1_part0": t1_part0, "band": band, "pairs": pairs, "site": site}

@@ -14,32 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "furniture maker": {"products": ["Chair", "Table", "Bench", "Stool", "Cabinet", "Shelf", "Desk", "Bed"],
-                        "material": "timber", "munit": "board feet", "staff": "carpenters"},
-    "organic farm": {"products": ["Tomatoes", "Lettuce", "Carrots", "Peppers", "Beans", "Squash", "Onions", "Kale"],
-                     "material": "irrigation water", "munit": "cubic metres", "staff": "field hands"},
-    "gift shop workshop": {"products": ["Candle", "Soap", "Mug", "Card", "Frame", "Basket", "Scarf", "Journal"],
-                           "material": "raw stock", "munit": "kg", "staff": "artisans"},
-}
 
 
 @register
 class GoalProgramming(Family):
     name = "goal_programming"
-    problem_class = "LP"
-    sectors = {"furniture maker": "manufacturing", "organic farm": "agriculture", "gift shop workshop": "retail"}
-    techniques = ("goal_programming_weighted", "absolute_value")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("products",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        products = names(_DOMAINS[domain]["products"], 1 + 2 * difficulty, "Product")
+        products = names(self.vocab[domain]["products"], 1 + 2 * difficulty, "Product")
         profit = {p: int(rng.integers(4, 40)) for p in products}
         labour = {p: int(rng.choice([10, 15, 20, 30, 40, 45, 60, 90])) for p in products}  # minutes per unit
         material = {p: int(rng.integers(1, 9)) for p in products}
@@ -56,11 +41,8 @@ class GoalProgramming(Family):
         return {**data, "minimum": int(most + rng.integers(1, 10))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("goal_programming")
-        products = b.add_set("products", data["products"], "products")
-        b.add_param("profit", data["profit"], ("products",), "money per unit", "profit of one unit")
-        b.add_param("labour", data["labour"], ("products",), "minutes per unit", "labour of one unit")
-        b.add_param("material", data["material"], ("products",), "per unit", "material of one unit")
+        b = self.builder(data)
+        (products,) = b.elements("products")
         for key, desc in (("available", "material available"), ("profit_goal", "profit goal"),
                           ("labour_goal", "labour goal in hours"), ("w_profit", "penalty per unit of profit shortfall"),
                           ("w_labour", "penalty per hour of labour deviation"),
@@ -85,32 +67,18 @@ class GoalProgramming(Family):
                                      (over_l, data["w_labour"])], description="weighted goal deviations")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         products = data["products"]
         profits = listing(data["profit"], products, "{k} ${v}")
         labour = listing(data["labour"], products, "{k} {v} minutes")
-        mat = ", ".join(f"{p} {n(data['material'][p])} {v['munit']}" for p in products)
-        goals = (f"The owner would like a profit of at least ${n(data['profit_goal'])} and would like to keep the "
-                 f"{v['staff']} busy for exactly {n(data['labour_goal'])} hours. Each dollar of profit below the goal "
-                 f"costs {n(data['w_profit'])} penalty points; each hour of labour above or below the goal costs "
-                 f"{n(data['w_labour'])} points.")
-        hard = (f"Only {n(data['available'])} {v['munit']} of {v['material']} are available, and a contract requires "
-                f"at least {n(data['minimum'])} units of {data['min_product']}.")
-        if template == 0:
-            return (f"A {domain} makes {join(products)}. Profit per unit: {profits}. Labour per unit: {labour}. "
-                    f"{v['material'].capitalize()} per unit: {mat}. {hard} {goals} Find the production plan "
-                    "(fractional amounts allowed) that minimises total penalty points.")
-        if template == 1:
-            header = ["Product", "Profit ($/unit)", "Labour (min/unit)", f"{v['material'].capitalize()} "
-                      f"({v['munit']}/unit)"]
-            rows = [[p, data["profit"][p], data["labour"][p], data["material"][p]] for p in products]
-            return (f"Goal programme for a {domain}.\n\n{table(header, rows)}\n\n{hard} {goals} Minimise the "
-                    "weighted deviation from the goals; quantities may be fractional.")
-        if template == 2:
-            return (f"The owner of a small {domain} has two wishes for next month and one hard limit. {goals} {hard} "
-                    f"The products earn {profits} each, take {labour} of work each and use {mat}. "
-                    "Amounts can be fractional. What plan minimises the penalty?")
-        return (f"Minimise weighted goal deviations. Products: {join(products)}. {v['material'].capitalize()}: "
-                f"{mat}; labour: {labour}; profit: {profits}. {hard} {goals} Continuous quantities.")
+        mat = ", ".join(f"{p} {number_text(data['material'][p])} {v['munit']}" for p in products)
+        goals = f"The owner would like a profit of at least ${number_text(data['profit_goal'])} and would like to keep the {v['staff']} busy for exactly {number_text(data['labour_goal'])} hours. Each dollar of profit below the goal costs {number_text(data['w_profit'])} penalty points; each hour of labour above or below the goal costs {number_text(data['w_labour'])} points."
+        hard = f"Only {number_text(data['available'])} {v['munit']} of {v['material']} are available, and a contract requires at least {number_text(data['minimum'])} units of {data['min_product']}."
+        header = [
+            "Product",
+            "Profit ($/unit)",
+            "Labour (min/unit)",
+            f"{v['material'].capitalize()} ({v['munit']}/unit)",
+        ]
+        rows = [[p, data["profit"][p], data["labour"][p], data["material"][p]] for p in products]
+        return {"goals": goals, "hard": hard, "header": header, "labour": labour, "mat": mat, "profits": profits, "rows": rows}

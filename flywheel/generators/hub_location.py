@@ -18,42 +18,17 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing, names, plural, table
+from flywheel.generators._text import listing, names, plural
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "parcel collection": {"origins": ["Alton", "Bourne", "Cleve", "Dunmow", "Eynsham", "Fakenham", "Garstang",
-                                      "Hexham", "Ilkley", "Jarrow", "Keswick", "Louth", "Marlow", "Norton"],
-                          "hubs": ["HubMidway", "HubRiver", "HubJunction", "HubAirfield"], "unit": "parcels a day",
-                          "one": "parcel", "origin": "town", "hub": "sorting hub", "who": "a courier company"},
-    "mobile backhaul": {"origins": ["Cell01", "Cell02", "Cell03", "Cell04", "Cell05", "Cell06", "Cell07", "Cell08",
-                                    "Cell09", "Cell10", "Cell11", "Cell12", "Cell13", "Cell14"],
-                        "hubs": ["AggNorth", "AggSouth", "AggCore", "AggHarbour"], "unit": "Mbps", "one": "Mbps",
-                        "origin": "cell site", "hub": "aggregation hub", "who": "a mobile operator"},
-    "lockbox banking": {"origins": ["RegionNE", "RegionSE", "RegionMW", "RegionSW", "RegionNW", "RegionPlains",
-                                    "RegionGulf", "RegionLakes", "RegionDelta", "RegionBasin", "RegionCoast",
-                                    "RegionValley", "RegionHills", "RegionBay"],
-                        "hubs": ["LockboxAtlanta", "LockboxDenver", "LockboxChicago", "LockboxDallas"],
-                        "unit": "cheques a day", "one": "cheque", "origin": "customer region", "hub": "lockbox",
-                        "who": "a bank's treasury department"},
-}
 
 
 @register
 class HubLocation(Family):
     name = "hub_location"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"parcel collection": "logistics", "mobile backhaul": "telecom", "lockbox banking": "finance"}
-    techniques = ("fixed_charge", "set_partitioning_covering")
-    template_styles = (("plain",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("origins", "hubs")
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         origins = names(v["origins"], 4 + 2 * difficulty, "Origin")
         hubs = names(v["hubs"], 2 + difficulty // 3, "Hub")
         volume = {o: int(rng.integers(2, 20)) * 10 for o in origins}
@@ -73,11 +48,8 @@ class HubLocation(Family):
         return exceed(data, "volume", pick(rng, data["origins"]), most, rng.integers(1, 30))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("hub_location")
-        origins = b.add_set("origins", data["origins"], "origins, each assigned whole to one hub")
-        hubs = b.add_set("hubs", data["hubs"], "candidate hubs")
-        b.add_param("volume", data["volume"], ("origins",), "units", "volume of an origin")
-        b.add_param("capacity", data["capacity"], ("hubs",), "units", "regular capacity of a hub")
+        b = self.builder(data)
+        origins, hubs = b.elements("origins", "hubs")
         b.add_param("cost", {(o, h): data["cost"][o][h] for o in origins for h in hubs}, ("origins", "hubs"),
                     "dollars per unit", "collection cost from an origin to a hub")
         b.add_param("fixed", data["fixed"], ("hubs",), "thousand dollars", "fixed cost of opening a hub")
@@ -105,35 +77,21 @@ class HubLocation(Family):
                         description="fixed costs plus collection plus extra capacity, in dollars")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        num = number_text
-        v = _DOMAINS[domain]
-        origins, hubs, d, unit, one = data["origins"], data["hubs"], data, v["unit"], v["one"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        hubs, origins = data["hubs"], data["origins"]
+        d, unit, one = data, v["unit"], v["one"]
         hubs_word, origins_word = plural(v["hub"]), plural(v["origin"])
         volumes = listing(d["volume"], origins)
-        hub_terms = "; ".join(f"{h}: opening costs {num(d['fixed'][h])} thousand dollars, capacity "
-                              f"{num(d['capacity'][h])}, plus up to {num(d['extra'][h])} extra at "
-                              f"${num(d['premium'][h])} per {one}" for h in hubs)
+        hub_terms = "; ".join(
+            f"{h}: opening costs {number_text(d['fixed'][h])} thousand dollars, capacity {number_text(d['capacity'][h])}, plus up to {number_text(d['extra'][h])} extra at ${number_text(d['premium'][h])} per {one}"
+            for h in hubs
+        )
         costs = "; ".join(f"{o}: " + listing(d["cost"][o], hubs, "{k} ${v}") for o in origins)
-        rule = (f"Each {v['origin']} must be served by exactly one open {v['hub']}, with all of its volume; extra "
-                f"capacity exists only at an open {v['hub']}.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} is choosing which {hubs_word} to open. {v['origin'].capitalize()} "
-                    f"volumes ({unit}): {volumes}. Candidate {hubs_word}: {hub_terms}. Collection cost in dollars "
-                    f"per {one}: {costs}. {rule} Which {hubs_word} should open, and which serves each "
-                    f"{v['origin']}, to minimise the daily total cost?")
-        if template == 1:
-            rows = [[o, d["volume"][o]] + [d["cost"][o][h] for h in hubs] for o in origins]
-            header = [v["origin"].capitalize(), f"Volume ({unit})"] + [f"{h} ($/{one})" for h in hubs]
-            return (f"Hub location for {v['who']}.\n\n{table(header, rows)}\n\n{hub_terms}. {rule} Minimise the "
-                    "total of opening, collection and extra-capacity costs.")
-        if template == 2:
-            fixed = ", ".join(f"{h} ${thousands(1000 * d['fixed'][h])}" for h in hubs)
-            return (f"After a merger, {v['who']} is redrawing its network of {hubs_word}. Opening one costs "
-                    f"{fixed} a day. Each handles its regular capacity ({listing(d['capacity'], hubs)} {unit}) and "
-                    f"can stretch by up to {listing(d['extra'], hubs)} at a premium of "
-                    f"{listing(d['premium'], hubs, '{k} ${v}')} per {one}. The {origins_word} send {volumes}, and "
-                    f"collecting costs {costs} per {one}. {rule} What is the cheapest network?")
-        return (f"Minimise opening plus collection plus extra-capacity cost for a {domain} network. Volumes: "
-                f"{volumes}. Hubs: {hub_terms}. Unit costs: {costs}. {rule} Opening and assignment are yes/no "
-                "decisions.")
+        rule = f"Each {v['origin']} must be served by exactly one open {v['hub']}, with all of its volume; extra capacity exists only at an open {v['hub']}."
+        rows = [[o, d["volume"][o]] + [d["cost"][o][h] for h in hubs] for o in origins]
+        header = [v["origin"].capitalize(), f"Volume ({unit})"] + [f"{h} ($/{one})" for h in hubs]
+        fixed = ", ".join(f"{h} ${thousands(1000 * d['fixed'][h])}" for h in hubs)
+        t2_part0 = listing(d["premium"], hubs, "{k} ${v}")
+        return {"t2_part0": t2_part0, "costs": costs, "d": d, "fixed": fixed, "header": header, "hub_terms": hub_terms,
+                "hubs_word": hubs_word, "one": one, "origins_word": origins_word, "rows": rows, "rule": rule, "unit": unit,
+                "volumes": volumes}

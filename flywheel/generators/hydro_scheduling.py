@@ -18,34 +18,15 @@ import numpy as np
 
 from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "hydropower": {"period": "Week", "water": "hm3", "out": "GWh", "price": "thousand $ per GWh",
-                   "outlet": "turbines", "factor": (0.5, 3), "who": "the operator of a hydropower dam"},
-    "irrigation reservoir": {"period": "Fortnight", "water": "megalitres", "out": "hectare-waterings",
-                             "price": "$ per hectare-watering", "outlet": "canal gates", "factor": (0.5, 3),
-                             "who": "the water master of an irrigation scheme"},
-    "water utility": {"period": "Month", "water": "ML", "out": "ML of treated water",
-                      "price": "$ per ML of treated water", "outlet": "treatment works intake", "factor": (0.6, 0.95),
-                      "who": "the planning engineer of a city water utility"},
-}
 
 
 @register
 class HydroScheduling(Family):
     name = "hydro_scheduling"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"hydropower": "energy", "irrigation reservoir": "agriculture", "water utility": "public services"}
-    techniques = ("multi_period_balance",)
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ()  # periods are in time order
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        periods = [f"{_DOMAINS[domain]['period']}{t}" for t in range(1, 4 + 2 * difficulty)]
+        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 4 + 2 * difficulty)]
         capacity = int(rng.integers(20, 60)) * 10
         opening = int(capacity * rng.uniform(0.4, 0.8))
         fill = 100 * opening / capacity
@@ -54,7 +35,7 @@ class HydroScheduling(Family):
                 "inflow": {t: min_release + int(rng.integers(0, 60)) for t in periods},
                 "price": {t: int(rng.integers(20, 90)) for t in periods},
                 "outlet_max": int(rng.integers(40, 120)), "min_release": min_release,
-                "factor": round(float(rng.uniform(*_DOMAINS[domain]["factor"])), 2),
+                "factor": round(float(rng.uniform(*self.vocab[domain]["factor"])), 2),
                 "min_pct": int(fill * rng.uniform(0.1, 0.5)), "end_pct": int(fill * rng.uniform(0.5, 1.0))}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
@@ -62,10 +43,8 @@ class HydroScheduling(Family):
         return {**data, "min_release": int(water // len(data["periods"])) + int(rng.integers(1, 6))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("hydro_scheduling")
-        periods = b.add_set("periods", data["periods"], "periods in time order")
-        b.add_param("inflow", data["inflow"], ("periods",), "water", "inflow of a period")
-        b.add_param("price", data["price"], ("periods",), "money per output", "price of a period")
+        b = self.builder(data)
+        (periods,) = b.elements("periods")
         for key, unit, what in (("capacity", "water", "reservoir capacity"), ("opening", "water", "opening volume"),
                                 ("outlet_max", "water", "most release in a period"),
                                 ("min_release", "water", "least release in a period"),
@@ -94,29 +73,23 @@ class HydroScheduling(Family):
                         description="value of all releases")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, w, periods, per = number_text, v["water"], data["periods"], v["period"].lower()
-        res = (f"The reservoir holds up to {n(data['capacity'])} {w} and starts with {n(data['opening'])} {w}. The "
-               f"reservoir may never drop below {n(data['min_pct'])}% of capacity and must end the horizon at least "
-               f"{n(data['end_pct'])}% full.")
-        out = (f"Each {per}, between {n(data['min_release'])} and {n(data['outlet_max'])} {w} go through the "
-               f"{v['outlet']}; anything else may be spilled at no value. Each {w[:-1] if w.endswith('s') else w} "
-               f"released yields {n(data['factor'])} {v['out']}.")
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        periods = data["periods"]
+        n, w, per = number_text, v["water"], v["period"].lower()
+        res = (
+            f"The reservoir holds up to {n(data['capacity'])} {w} and starts with {n(data['opening'])} {w}. The "
+            f"reservoir may never drop below {n(data['min_pct'])}% of capacity and must end the horizon at least "
+            f"{n(data['end_pct'])}% full."
+        )
+        out = (
+            f"Each {per}, between {n(data['min_release'])} and {n(data['outlet_max'])} {w} go through the "
+            f"{v['outlet']}; anything else may be spilled at no value. Each {w[:-1] if w.endswith('s') else w} "
+            f"released yields {n(data['factor'])} {v['out']}."
+        )
         flows = listing(data["inflow"], periods, "{k} {v}")
         prices = listing(data["price"], periods, "{k} {v}")
-        if template == 0:
-            return (f"Plan the releases for the next {len(periods)} {per}s. Inflows ({w}): {flows}. Prices "
-                    f"({v['price']}): {prices}. {res} {out} Maximise the total value of the releases.")
-        if template == 1:
-            body = table([v["period"], f"Inflow ({w})", f"Price ({v['price']})"],
-                         [[t, data["inflow"][t], data["price"][t]] for t in periods])
-            return (f"Reservoir scheduling for {v['who']}.\n\n{body}\n\n{res} {out} Choose release and spill per "
-                    f"{per} to maximise value.")
-        if template == 2:
-            return (f"Every {per} {v['who']} decides how much water to let out. Letting it out when prices are high "
-                    f"pays, but the reservoir must be managed for the whole season. {res} Forecast inflows in {w} "
-                    f"are {flows}, and expected prices in {v['price']} are {prices}. {out} What release plan "
-                    "earns the most?")
-        return (f"Multi-period reservoir LP ({domain}). {res} {out} Inflow per {per}: {flows}. Price per {per}: "
-                f"{prices}. The volume balance links consecutive {per}s. Maximise revenue.")
+        body = table(
+            [v["period"], f"Inflow ({w})", f"Price ({v['price']})"],
+            [[t, data["inflow"][t], data["price"][t]] for t in periods],
+        )
+        return {"body": body, "flows": flows, "out": out, "per": per, "prices": prices, "res": res, "w": w}

@@ -12,44 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "equity index fund": {
-        "assets": ["Alcor", "Brenton", "Castell", "Dunmore", "Elbrook", "Fairhold", "Greyson", "Hartwell",
-                   "Ivanhoe", "Jardine", "Kelso", "Larkspur", "Monarch"],
-        "who": "a passive fund manager", "thing": "stock", "index": "the national stock index",
-        "period": "Month",
-    },
-    "pension replication": {
-        "assets": ["GovBond", "CorpBond", "Equity", "RealEstate", "Infrastructure", "Commodities", "Cash",
-                   "EmergingMkts", "HighYield", "Inflation", "Private", "Gold", "Utilities"],
-        "who": "a pension fund's liability team", "thing": "asset class", "index": "the liability benchmark",
-        "period": "Quarter",
-    },
-    "commodity tracker": {
-        "assets": ["Brent", "WTI", "NatGas", "Copper", "Aluminium", "Wheat", "Corn", "Soybeans", "Coffee",
-                   "Sugar", "Silver", "Platinum", "Cattle"],
-        "who": "an exchange-traded product desk", "thing": "futures contract", "index": "a broad commodity index",
-        "period": "Week",
-    },
-}
 
 
 @register
 class IndexTracking(Family):
     name = "index_tracking"
-    problem_class = "QP"
-    sectors = {"equity index fund": "finance", "pension replication": "finance", "commodity tracker": "finance"}
-    techniques = ("quadratic_objective", "ratio_percentage")
-    template_styles = (("plain",), ("table",), ("story",), ("plain",))
-    reorder_keys = ("assets",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         assets = names(v["assets"], 4 + difficulty, "Asset")
         periods = [f"{v['period']}{k}" for k in range(1, 5 + 2 * difficulty)]
         ret = {a: {t: round(float(rng.normal(0.5, 3.0)), 1) for t in periods} for a in assets}
@@ -65,12 +38,8 @@ class IndexTracking(Family):
         return {**data, "cap": {a: min(data["cap"][a], share) for a in data["assets"]}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("index_tracking")
-        assets = b.add_set("assets", data["assets"], "assets that may be held")
-        periods = b.add_set("periods", data["periods"], "past periods of return history")
-        b.add_param("ret", data["ret"], ("assets", "periods"), "percent", "return of an asset in a period")
-        b.add_param("index", data["index"], ("periods",), "percent", "return of the index in a period")
-        b.add_param("cap", data["cap"], ("assets",), "percent", "largest share of the portfolio in an asset")
+        b = self.builder(data)
+        assets, periods = b.elements("assets", "periods")
         w = b.add_vars("weight", ("assets",), description="share of the portfolio in each asset", unit="fraction")
         dev = b.add_vars("deviation", ("periods",), lb=None, description="portfolio minus index return",
                          unit="percent")
@@ -85,28 +54,15 @@ class IndexTracking(Family):
                         description="sum of squared tracking deviations")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         assets, periods = data["assets"], data["periods"]
         hist = "; ".join(f"{a}: " + listing(data["ret"][a], periods, "{v}% in {k}") for a in assets)
         idx = listing(data["index"], periods, "{v}% in {k}")
         caps = listing(data["cap"], assets, "{k} at most {v}%")
-        goal = ("minimise the sum over the periods of the squared difference between the portfolio return "
-                "(the weighted sum of the asset returns) and the index return")
-        if template == 0:
-            return (f"{v['who'].capitalize()} wants to replicate {v['index']} with {len(assets)} "
-                    f"{v['thing']}s: {join(assets)}. Historical returns: {hist}. Index returns: {idx}. The "
-                    f"portfolio must be fully invested, with {caps} of its value. Choose the weights to {goal}.")
-        if template == 1:
-            header = [v["period"]] + [f"{a} (%)" for a in assets] + ["Index (%)"]
-            rows = [[t] + [data["ret"][a][t] for a in assets] + [data["index"][t]] for t in periods]
-            return (f"Past returns of each {v['thing']} and of {v['index']}:\n\n{table(header, rows)}\n\n"
-                    f"Position limits (share of the portfolio): {caps}. Weights are non-negative and sum to 100%. "
-                    f"Find the weights that {goal}.")
-        if template == 2:
-            return (f"Clients of {v['who']} pay for a product that should move with {v['index']}, not beat it. "
-                    f"Over the last {len(periods)} periods the index returned {idx}, while the candidate "
-                    f"{v['thing']}s returned {hist}. Risk rules allow {caps}. No short selling, and all money "
-                    f"must be invested. Which weights {goal}?")
-        return (f"Tracking-error problem: {goal}. Weights w (fractions of the portfolio, no shorting) must sum to "
-                f"1. Caps: {caps}. Returns by period: {hist}. Benchmark: {idx}.")
+        goal = (
+            "minimise the sum over the periods of the squared difference between the portfolio return "
+            "(the weighted sum of the asset returns) and the index return"
+        )
+        header = [v["period"]] + [f"{a} (%)" for a in assets] + ["Index (%)"]
+        rows = [[t] + [data["ret"][a][t] for a in assets] + [data["index"][t]] for t in periods]
+        return {"caps": caps, "goal": goal, "header": header, "hist": hist, "idx": idx, "rows": rows}

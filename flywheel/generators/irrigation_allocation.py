@@ -16,23 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "farm irrigation": {"fields": ["Wheat", "Maize", "Cotton", "Alfalfa", "Tomato", "Melon", "Rice"],
-                        "field": "field", "area": "hectares", "period": "Month", "value": "crop value",
-                        "who": "an irrigation district's water master"},
-    "power station cooling": {"fields": ["UnitA", "UnitB", "UnitC", "UnitD", "UnitE", "UnitF", "UnitG"],
-                              "field": "generating unit", "area": "MW of capacity", "period": "Week",
-                              "value": "contract margin", "who": "the utility's water-resources engineer"},
-    "municipal parks": {"fields": ["CentralPark", "Riverside", "Arboretum", "Cemetery", "SportsGround",
-                                   "RoseGarden", "Allotments"],
-                        "field": "park", "area": "hectares", "period": "Month", "value": "amenity value",
-                        "who": "the city's parks department"},
-}
 
 
 def _capped_path(data: dict[str, Any]) -> float:
@@ -46,16 +32,9 @@ def _capped_path(data: dict[str, Any]) -> float:
 @register
 class IrrigationAllocation(Family):
     name = "irrigation_allocation"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"farm irrigation": "agriculture", "power station cooling": "energy", "municipal parks": "public services"}
-    techniques = ("multi_period_balance", "ratio_percentage")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("fields",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         fields = names(v["fields"], 2 + difficulty, "Field")
         periods = [f"{v['period']}{k}" for k in range(1, 4 + difficulty)]
         capacity = 100 * int(rng.integers(20, 80))
@@ -71,9 +50,8 @@ class IrrigationAllocation(Family):
         return {**data, "reserve": int(_capped_path(data)) + int(rng.integers(1, 50))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("irrigation_allocation")
-        fields = b.add_set("fields", data["fields"], "fields that can be planted")
-        periods = b.add_set("periods", data["periods"], "periods of the season, in order")
+        b = self.builder(data)
+        fields, periods = b.elements("fields", "periods")
         b.add_param("need", {(f, t): data["need"][f][t] for f in fields for t in periods}, ("fields", "periods"),
                     "m3 per area unit", "water a planted unit needs in a period")
         b.add_param("value", data["value"], ("fields",), "dollars per area unit", "value of a planted unit")
@@ -105,31 +83,15 @@ class IrrigationAllocation(Family):
         b.set_objective("maximize", [(area[(f,)], data["value"][f]) for f in fields], description="season value")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        fields, periods, unit = data["fields"], data["periods"], v["area"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        fields, periods = data["fields"], data["periods"]
+        unit = v["area"]
         needs = "; ".join(f"{f}: " + listing(data["need"][f], periods) for f in fields)
         inflow = listing(data["inflow"], periods)
         worth = listing(data["value"], fields, "{k} ${v}")
         limit = listing(data["max_area"], fields)
-        dam = (f"The reservoir holds at most {n(data['capacity'])} thousand m3, starts with {n(data['initial'])} "
-               f"thousand m3 and must end with at least {n(data['reserve'])} thousand m3. Each {v['period'].lower()} "
-               f"{n(data['evap_pct'])}% of the water stored at its start evaporates, and the canals lose "
-               f"{n(data['loss_pct'])}% of every release; surplus water can be spilled.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} decides how many {unit} of each {v['field']} ({join(fields)}) to "
-                    f"supply this season. Water needed, in m3 per unit of {unit}, by {v['period'].lower()}: {needs}. "
-                    f"Inflows (thousand m3): {inflow}. {dam} Value per unit: {worth}; limits ({unit}): {limit}. "
-                    f"Maximise the total {v['value']}; fractional areas are fine.")
-        if template == 1:
-            header = [v["field"].capitalize(), "Value ($/unit)", "Max"] + [f"{t} (m3/unit)" for t in periods]
-            rows = [[f, data["value"][f], data["max_area"][f]] + [data["need"][f][t] for t in periods] for f in fields]
-            return (f"Seasonal water plan ({unit}).\n\n{table(header, rows)}\n\nInflows in thousand m3: {inflow}. "
-                    f"{dam} Maximise the {v['value']}.")
-        if template == 2:
-            return (f"A dry season is forecast, and {v['who']} must ration the reservoir. {dam} The inflows will be "
-                    f"{inflow} thousand m3. Each unit of {unit} needs {needs} m3, earns {worth} and is limited to "
-                    f"{limit}. Which plan earns the most {v['value']}?")
-        return (f"Maximise {v['value']} over {join(periods)}. {dam} Per-unit water needs (m3): {needs}. Inflows "
-                f"(thousand m3): {inflow}. Values: {worth}. Maximum {unit}: {limit}.")
+        dam = f"The reservoir holds at most {number_text(data['capacity'])} thousand m3, starts with {number_text(data['initial'])} thousand m3 and must end with at least {number_text(data['reserve'])} thousand m3. Each {v['period'].lower()} {number_text(data['evap_pct'])}% of the water stored at its start evaporates, and the canals lose {number_text(data['loss_pct'])}% of every release; surplus water can be spilled."
+        header = [v["field"].capitalize(), "Value ($/unit)", "Max"] + [f"{t} (m3/unit)" for t in periods]
+        rows = [[f, data["value"][f], data["max_area"][f]] + [data["need"][f][t] for t in periods] for f in fields]
+        return {"dam": dam, "header": header, "inflow": inflow, "limit": limit, "needs": needs, "rows": rows, "unit": unit,
+                "worth": worth}

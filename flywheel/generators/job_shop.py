@@ -15,32 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "print shop": {"jobs": ["Flyers", "Posters", "Menus", "Cards", "Brochures", "Banners"],
-                   "machines": ["Press", "Cutter", "Folder", "Binder"], "job": "order"},
-    "auto repair garage": {"jobs": ["Sedan", "Van", "Pickup", "Coupe", "Wagon", "Truck"],
-                           "machines": ["Lift", "Diagnostics", "PaintBooth", "Alignment"], "job": "car"},
-    "hospital laboratory": {"jobs": ["SampleA", "SampleB", "SampleC", "SampleD", "SampleE", "SampleF"],
-                            "machines": ["Centrifuge", "Analyser", "Microscope", "Sequencer"], "job": "sample"},
-}
 
 
 @register
 class JobShop(Family):
     name = "job_shop"
-    problem_class = "MILP"
-    sectors = {"print shop": "manufacturing", "auto repair garage": "retail", "hospital laboratory": "health care"}
-    techniques = ("precedence_disjunctive", "big_m_indicator", "min_max")
-    template_styles = (("plain",), ("table",), ("story",), ("plain",))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         jobs = names(v["jobs"], 2 + (difficulty + 1) // 2, "Job")
         machines = names(v["machines"], 2 + difficulty // 2, "Machine")
         route = {j: [machines[int(i)] for i in rng.permutation(len(machines))] for j in jobs}
@@ -53,11 +38,8 @@ class JobShop(Family):
         return {**data, "deadline": int(longest - rng.integers(1, 5))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("job_shop")
-        jobs = b.add_set("jobs", data["jobs"], "jobs to schedule")
-        machines = b.add_set("machines", data["machines"], "machines, one operation at a time")
-        b.add_param("time", data["time"], ("jobs", "machines"), "minutes", "processing time of a job on a machine")
-        b.add_param("deadline", data["deadline"], (), "minutes", "latest allowed makespan")
+        b = self.builder(data)
+        jobs, machines = b.elements("jobs", "machines")
         big_m = sum(data["time"][j][m] for j in jobs for m in machines)
         b.add_param("big_m", big_m, (), "minutes", "sum of all processing times (no schedule needs more)",
                     derived=True)
@@ -88,24 +70,13 @@ class JobShop(Family):
         b.set_objective("minimize", [(makespan, 1)], description="makespan")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        jobs, machines, job = data["jobs"], data["machines"], v["job"]
-        routes = "; ".join(f"{j} goes " + listing(data["time"][j], data["route"][j], "{k} ({v} min)", sep=" then ")
-                           for j in jobs)
-        rule = (f"Each machine handles one {job} at a time and an operation, once started, runs to the end. "
-                f"Everything must be finished within {n(data['deadline'])} minutes.")
-        if template == 0:
-            return (f"A {domain} has {len(jobs)} {job}s ({join(jobs)}) to process on {join(machines)}. Each {job} "
-                    f"visits the machines in its own order: {routes}. {rule} Schedule the operations so that the "
-                    f"last {job} is finished as early as possible.")
-        if template == 1:
-            header = [job.capitalize(), "Route"] + [f"{m} (min)" for m in machines]
-            rows = [[j, " > ".join(data["route"][j])] + [data["time"][j][m] for m in machines] for j in jobs]
-            return (f"Job-shop schedule for a {domain}.\n\n{table(header, rows)}\n\n{rule} Minimise the makespan.")
-        if template == 2:
-            return (f"It is Monday morning at a busy {domain}, and the manager wants every {job} done as early as "
-                    f"possible. The {job}s are {join(jobs)}: {routes}. {rule} When will the last one be finished "
-                    "in the best schedule?")
-        return (f"Minimise the completion time of the last {job} in a {domain}. Routes and times: {routes}. {rule}")
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        jobs, machines = data["jobs"], data["machines"]
+        job = v["job"]
+        routes = "; ".join(
+            f"{j} goes " + listing(data["time"][j], data["route"][j], "{k} ({v} min)", sep=" then ") for j in jobs
+        )
+        rule = f"Each machine handles one {job} at a time and an operation, once started, runs to the end. Everything must be finished within {number_text(data['deadline'])} minutes."
+        header = [job.capitalize(), "Route"] + [f"{m} (min)" for m in machines]
+        rows = [[j, " > ".join(data["route"][j])] + [data["time"][j][m] for m in machines] for j in jobs]
+        return {"header": header, "job": job, "routes": routes, "rows": rows, "rule": rule}

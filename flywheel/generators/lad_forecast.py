@@ -15,37 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, table
+from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "store demand": {"target": "units sold", "obs": "Week", "base": "baseline sales",
-                     "features": [("Price", "-"), ("Promotion", "+"), ("Rainfall", "-")],
-                     "who": "a grocery store's demand planner", "goal": "weekly sales"},
-    "crop yield": {"target": "bushels per acre", "obs": "Field", "base": "yield with no inputs",
-                   "features": [("Nitrogen", "+"), ("Irrigation", "+"), ("Weeds", "-")],
-                   "who": "a farm agronomist", "goal": "field yield"},
-    "network traffic": {"target": "terabytes", "obs": "Day", "base": "background traffic",
-                        "features": [("Subscribers", "+"), ("Outages", "-"), ("Streaming", "+")],
-                        "who": "a network capacity planner", "goal": "daily traffic"},
-}
 
 
 @register
 class LadForecast(Family):
     name = "lad_forecast"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"store demand": "retail", "crop yield": "agriculture", "network traffic": "telecom"}
-    techniques = ("absolute_value",)
-    template_styles = (("table",), ("plain",), ("story",), ("plain",))
-    reorder_keys = ("obs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         feats = v["features"][:1 + (difficulty - 1) // 2]
         features = [f for f, _ in feats]
         obs = [f"{v['obs']}{t}" for t in range(1, 7 + 2 * difficulty)]
@@ -73,9 +53,8 @@ class LadForecast(Family):
         return {**data, "floor": int(most + rng.integers(1, 30))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("lad_forecast")
-        feats = b.add_set("features", data["features"], "explanatory variables")
-        obs = b.add_set("obs", data["obs"], "observations")
+        b = self.builder(data)
+        feats, obs = b.elements("features", "obs")
         b.add_param("x", {(t, f): data["x"][t][f] for t in obs for f in feats}, ("obs", "features"), "",
                     "feature value of an observation")
         b.add_param("y", data["y"], ("obs",), "", "observed target")
@@ -105,28 +84,23 @@ class LadForecast(Family):
                         description="sum of absolute residuals")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, feats, obs = number_text, data["features"], data["obs"]
-        known = "; ".join(f"the {f} slope is {'non-negative' if data['sign'][f] == '+' else 'non-positive'} and "
-                          f"at most {n(data['cap'][f])} in size" for f in feats)
-        rules = (f"Known from experience: {known}; the intercept ({v['base']}) lies between 0 and "
-                 f"{n(data['intercept_max'])}. The fitted model must forecast at least {n(data['floor'])} "
-                 f"{v['target']} at the planning point {listing(data['point'], feats, '{k} = {v}')}.")
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        obs = data["obs"]
+        n, feats = number_text, data["features"]
+        known = "; ".join(
+            f"the {f} slope is {'non-negative' if data['sign'][f] == '+' else 'non-positive'} and "
+            f"at most {n(data['cap'][f])} in size"
+            for f in feats
+        )
+        rules = (
+            f"Known from experience: {known}; the intercept ({v['base']}) lies between 0 and "
+            f"{n(data['intercept_max'])}. The fitted model must forecast at least {n(data['floor'])} "
+            f"{v['target']} at the planning point {listing(data['point'], feats, '{k} = {v}')}."
+        )
         rows = "; ".join(f"{t}: {listing(data['x'][t], feats, '{k} {v}')}, {n(data['y'][t])}" for t in obs)
         model = f"{v['goal']} = intercept + " + " + ".join(f"slope_{f} * {f}" for f in feats)
-        if template == 0:
-            body = table([v["obs"], *feats, f"Observed ({v['target']})"],
-                         [[t, *(data["x"][t][f] for f in feats), data["y"][t]] for t in obs])
-            return (f"Fit the linear model {model} to the data below so that the sum of absolute errors is as small "
-                    f"as possible.\n\n{body}\n\n{rules}")
-        if template == 1:
-            return (f"Least absolute deviations ({domain}): choose the intercept and the slopes of {join(feats)} in "
-                    f"{model} minimising the total absolute residual over the observations ({join(feats)}, then "
-                    f"{v['target']}): {rows}. {rules}")
-        if template == 2:
-            return (f"{v['who'].capitalize()} distrusts least squares because a few odd observations would pull the "
-                    f"line too far, so the fit should minimise absolute errors instead. The records "
-                    f"(features {join(feats)}, then {v['target']}) are {rows}. {rules} Which coefficients fit best?")
-        return (f"Estimate {v['goal']} in {v['target']} as {model}. Observations ({join(feats)}, then the target): "
-                f"{rows}. {rules} Minimise the sum over observations of |observed - fitted|.")
+        body = table(
+            [v["obs"], *feats, f"Observed ({v['target']})"],
+            [[t, *(data["x"][t][f] for f in feats), data["y"][t]] for t in obs],
+        )
+        return {"body": body, "feats": feats, "model": model, "rows": rows, "rules": rules}

@@ -17,45 +17,17 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "commercial bank": {
-        "loans": ["Mortgage", "SmallBusiness", "Auto", "Consumer", "Commercial", "Student", "CreditCard", "Green"],
-        "who": "the credit committee of a commercial bank", "priority": "community lending",
-        "why": "the regulator's community reinvestment target",
-    },
-    "development fund": {
-        "loans": ["MicroEnterprise", "Housing", "Roads", "Schools", "Clinics", "WaterSupply", "Cooperatives",
-                  "Transit"],
-        "who": "the board of a regional development fund", "priority": "rural projects",
-        "why": "the fund's charter",
-    },
-    "farm credit co-op": {
-        "loans": ["Equipment", "Seed", "Livestock", "Land", "Irrigation", "Storage", "Orchard", "Dairy"],
-        "who": "the lending officer of a farm credit cooperative", "priority": "young-farmer loans",
-        "why": "the members' annual resolution",
-    },
-}
 
 
 @register
 class LoanPortfolioGoals(Family):
     name = "loan_portfolio_goals"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"commercial bank": "finance", "development fund": "public services",
-               "farm credit co-op": "agriculture"}
-    techniques = ("goal_programming_weighted", "ratio_percentage")
-    template_styles = (("plain",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("loans",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        loans = names(_DOMAINS[domain]["loans"], 3 + difficulty, "Loan")
+        loans = names(self.vocab[domain]["loans"], 3 + difficulty, "Loan")
         fund = int(rng.integers(10, 60)) * 100  # thousand dollars
         rate = {k: round(float(rng.integers(30, 130)) / 10, 1) for k in loans}  # percent per year
         risk = {k: int(rng.integers(1, 10)) for k in loans}
@@ -72,12 +44,8 @@ class LoanPortfolioGoals(Family):
         return {**data, "fund": int(sum(data["cap"].values()) + rng.integers(1, 50))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("loan_portfolio_goals")
-        loans = b.add_set("loans", data["loans"], "loan types")
-        b.add_set("priority", data["priority"], "loan types that count towards the share goal")
-        b.add_param("rate", data["rate"], ("loans",), "percent per year", "interest rate of a loan type")
-        b.add_param("risk", data["risk"], ("loans",), "score", "risk score of a loan type")
-        b.add_param("cap", data["cap"], ("loans",), "thousand dollars", "most that may go to a loan type")
+        b = self.builder(data)
+        (loans,) = b.elements("loans")
         for key, unit, desc in (("fund", "thousand dollars", "fund to lend in full"),
                                 ("return_goal", "thousand dollars", "interest income goal"),
                                 ("risk_target", "score", "target average risk score"),
@@ -112,36 +80,15 @@ class LoanPortfolioGoals(Family):
                         description="weighted penalty of the unwanted goal deviations")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        loans, d = data["loans"], data
-        fund = f"{n(d['fund'])} thousand dollars"
-        goals = (f"Goals: interest income of at least {n(d['return_goal'])} thousand dollars a year (each thousand "
-                 f"dollars short costs {n(d['w_return'])} penalty points); an average risk score, weighted by the "
-                 f"amounts lent, of at most {n(d['risk_target'])} (the excess is the sum over loan types of (score - "
-                 f"{n(d['risk_target'])}) x thousand dollars lent; each unit of it costs {n(d['w_risk'])} points); "
-                 f"and at least {n(d['share'])}% of all lending going to "
-                 f"{v['priority']}, that is {join(d['priority'])}, as {v['why']} asks (each thousand dollars short "
-                 f"costs {n(d['w_share'])} points).")
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        loans = data["loans"]
+        d = data
+        fund = f"{number_text(d['fund'])} thousand dollars"
+        goals = f"Goals: interest income of at least {number_text(d['return_goal'])} thousand dollars a year (each thousand dollars short costs {number_text(d['w_return'])} penalty points); an average risk score, weighted by the amounts lent, of at most {number_text(d['risk_target'])} (the excess is the sum over loan types of (score - {number_text(d['risk_target'])}) x thousand dollars lent; each unit of it costs {number_text(d['w_risk'])} points); and at least {number_text(d['share'])}% of all lending going to {v['priority']}, that is {join(d['priority'])}, as {v['why']} asks (each thousand dollars short costs {number_text(d['w_share'])} points)."
         rates = listing(d["rate"], loans, "{k} {v}%")
         risks = listing(d["risk"], loans)
         caps = listing(d["cap"], loans, "{k} {v}")
-        if template == 0:
-            return (f"{v['who'].capitalize()} must lend exactly {fund} across {join(loans)}. Annual interest rates: "
-                    f"{rates}. Risk scores (1 = safest): {risks}. At most this much (thousand dollars) may go to "
-                    f"each type: {caps}. {goals} Amounts are continuous. How should the fund be split to minimise "
-                    "the total penalty?")
-        if template == 1:
-            rows = [[k, f"{n(d['rate'][k])}%", d["risk"][k], d["cap"][k]] for k in loans]
-            return (f"Allocate a {domain}'s fund of {fund} (all of it must be lent).\n\n"
-                    f"{table(['Loan type', 'Interest rate', 'Risk score', 'Cap ($k)'], rows)}\n\n{goals} "
-                    "Minimise the weighted penalty; fractional amounts are fine.")
-        if template == 2:
-            money = ", ".join(f"${thousands(1000 * d['cap'][k])} for {k}" for k in loans)
-            return (f"Each year {v['who']} decides how to lend ${thousands(1000 * d['fund'])}, every dollar of it. "
-                    f"The loan types earn {rates} a year and carry risk scores {risks}. Concentration limits allow at "
-                    f"most {money}. {goals} Which split, in any amounts, keeps the penalty lowest?")
-        return (f"Weighted goal programme for a {domain}: lend {fund} in total over {len(loans)} loan types. Rates: "
-                f"{rates}. Scores: {risks}. Caps in thousand dollars: {caps}. {goals} Amounts may be fractional. "
-                "Minimise the weighted sum of the penalised deviations.")
+        rows = [[k, f"{number_text(d['rate'][k])}%", d["risk"][k], d["cap"][k]] for k in loans]
+        money = ", ".join(f"${thousands(1000 * d['cap'][k])} for {k}" for k in loans)
+        return {"caps": caps, "d": d, "fund": fund, "goals": goals, "money": money, "rates": rates, "risks": risks, "rows":
+                rows}

@@ -18,37 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "metal stamping plant": {"products": ["Bracket", "Hinge", "Clip", "Plate", "Washer", "Flange", "Shim"],
-                             "machines": ["Press", "Deburrer", "Plater", "Welder"], "lot": "production run",
-                             "unit": "parts", "who": "the plant scheduler", "buyer": "an automotive customer"},
-    "seed cleaning co-op": {"products": ["Wheat", "Barley", "Canola", "Peas", "Flax", "Oats", "Rye"],
-                            "machines": ["Cleaner", "Dryer", "Treater", "Bagger"], "lot": "batch",
-                            "unit": "bags", "who": "the co-op's operations manager", "buyer": "a seed distributor"},
-    "print shop": {"products": ["Posters", "Flyers", "Brochures", "Cards", "Banners", "Calendars", "Menus"],
-                   "machines": ["Press", "Cutter", "Folder", "Laminator"], "lot": "print run",
-                   "unit": "packs", "who": "the shop owner", "buyer": "a restaurant chain"},
-}
 
 
 @register
 class MachineSetupMix(Family):
     name = "machine_setup_mix"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"metal stamping plant": "manufacturing", "seed cleaning co-op": "agriculture", "print shop": "retail"}
-    techniques = ("fixed_charge", "big_m_indicator", "either_or_if_then")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("plain",))
-    reorder_keys = ("products",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         products = names(v["products"], 2 + difficulty, "Product")
         machines = names(v["machines"], 2 + difficulty // 2, "Machine")
         minutes = {p: {m: int(rng.integers(1, 13)) for m in machines} for p in products}
@@ -71,9 +51,8 @@ class MachineSetupMix(Family):
                 "market": {**data["market"], p: max(too_many, data["market"][p])}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("machine_setup_mix")
-        products = b.add_set("products", data["products"], "products")
-        machines = b.add_set("machines", data["machines"], "machines every product passes through")
+        b = self.builder(data)
+        products, machines = b.elements("products", "machines")
         b.add_param("minutes", {(p, m): data["minutes"][p][m] for p in products for m in machines},
                     ("products", "machines"), "minutes per unit", "machine time of one unit")
         b.add_param("hours", data["hours"], ("machines",), "hours", "machine capacity")
@@ -98,33 +77,25 @@ class MachineSetupMix(Family):
                         + [(y[(p,)], -data["setup"][p]) for p in products], description="margin minus setup costs")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        products, machines, d, unit, lot = data["products"], data["machines"], data, v["unit"], v["lot"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        machines, products = data["machines"], data["products"]
+        d, unit, lot = data, v["unit"], v["lot"]
         times = "; ".join(f"{p}: " + listing(d["minutes"][p], machines, "{v} min on {k}") for p in products)
         caps = listing(d["hours"], machines, "{k} {v} hours")
-        rules = (f"A product that is made at all needs a setup and a {lot} of at least its minimum; a product can "
-                 f"also be skipped entirely. {d['contract']} must be made, as {v['buyer']} has a contract for it.")
+        rules = (
+            f"A product that is made at all needs a setup and a {lot} of at least its minimum; a product can "
+            f"also be skipped entirely. {d['contract']} must be made, as {v['buyer']} has a contract for it."
+        )
         margins = listing(d["margin"], products, "{k} ${v}")
         setups = listing(d["setup"], products, "{k} ${v}")
         lots = listing(d["lot"], products, "{k} {v}")
         markets = listing(d["market"], products, "{k} {v}")
-        if template == 0:
-            return (f"The {domain} can make {join(products)}. Margin per unit: {margins}. Setup cost if made: "
-                    f"{setups}. Minimum {lot} ({unit}): {lots}. Market limits ({unit}): {markets}. Machine time per "
-                    f"unit: {times}. Machine hours available: {caps}. {rules} Quantities may be fractional. Which "
-                    "products should be made, and how many, to maximise margin minus setup costs?")
-        if template == 1:
-            header = ["Product", "Margin ($/unit)", "Setup ($)", f"Min {lot}", "Market"] + [
-                f"{m} (min/unit)" for m in machines]
-            rows = [[p, d["margin"][p], d["setup"][p], d["lot"][p], d["market"][p]]
-                    + [d["minutes"][p][m] for m in machines] for p in products]
-            return (f"Plan the {domain}'s next period.\n\n{table(header, rows)}\n\nMachine hours: {caps}. {rules} "
-                    "Maximise total margin minus setup costs; fractional quantities are fine.")
-        if template == 2:
-            return (f"Every week {v['who']} of the {domain} decides which products to set up. Setting up costs "
-                    f"{setups}, and a {lot} that is started must reach {lots} {unit}. The machines have {caps} this "
-                    f"week, and each unit takes {times}. Units earn {margins} and the market takes at most "
-                    f"{markets} {unit}. {rules} Amounts can be fractional. What plan makes the most money?")
-        return (f"Maximise margin minus setups for a {domain}. Margins: {margins}. Setups: {setups}. Minimum lots: "
-                f"{lots}. Markets: {markets}. Times: {times}. Hours: {caps}. {rules} Continuous quantities.")
+        header = ["Product", "Margin ($/unit)", "Setup ($)", f"Min {lot}", "Market"] + [
+            f"{m} (min/unit)" for m in machines
+        ]
+        rows = [
+            [p, d["margin"][p], d["setup"][p], d["lot"][p], d["market"][p]] + [d["minutes"][p][m] for m in machines]
+            for p in products
+        ]
+        return {"caps": caps, "header": header, "lot": lot, "lots": lots, "margins": margins, "markets": markets, "rows":
+                rows, "rules": rules, "setups": setups, "times": times, "unit": unit}

@@ -11,39 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
 # Node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "oil pipeline": {
-        "source": "Oilfield", "sink": "Refinery", "node": "pumping station", "unit": "thousand barrels per day",
-        "what": "crude oil", "middle": ["StationA", "StationB", "StationC", "StationD", "StationE", "StationF",
-                                        "StationG", "StationH", "StationI", "StationJ"],
-    },
-    "evacuation planning": {
-        "source": "Stadium", "sink": "Shelter", "node": "road junction", "unit": "vehicles per hour",
-        "what": "traffic", "middle": ["Elm", "Oak", "Pine", "Maple", "Cedar", "Birch", "Ash", "Willow", "Poplar",
-                                      "Spruce"],
-    },
-    "computer network": {
-        "source": "Server", "sink": "Client", "node": "router", "unit": "Mbps", "what": "data",
-        "middle": ["R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10"],
-    },
-}
 
 
 @register
 class MaxFlow(Family):
     name = "max_flow"
-    problem_class = "LP"
-    sectors = {"oil pipeline": "energy", "evacuation planning": "public services", "computer network": "telecom"}
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         middle = names(vocab["middle"], 2 + 2 * difficulty, "Node")
         source, sink = vocab["source"], vocab["sink"]
         order = [middle[int(i)] for i in rng.permutation(len(middle))]
@@ -64,7 +44,7 @@ class MaxFlow(Family):
         return {**data, "min_delivery": int(out + rng.integers(1, 20))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("max_flow")
+        b = self.builder(data)
         src, snk = data["source"], data["sink"]
         b.add_set("nodes", [src, *data["middle"], snk], "network nodes (source first, sink last)")
         middle = b.add_set("inner_nodes", data["middle"], "nodes where flow is conserved")
@@ -87,26 +67,10 @@ class MaxFlow(Family):
         b.set_objective("maximize", net_out, description="net flow out of the source")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         src, snk, unit = data["source"], data["sink"], v["unit"]
-        links = "; ".join(f"{u} to {w} {n(data['capacity'][f'{u}_{w}'])}" for u, w in data["arcs"])
-        least = n(data["min_delivery"])
-        if template == 0:
-            return (f"In this {domain} problem, {v['what']} moves from {src} to {snk} through {v['node']}s "
-                    f"{join(data['middle'])}. The one-way links and their capacities ({unit}) are: {links}. Flow is "
-                    f"conserved at every {v['node']}. At least {least} {unit} must reach {snk}. What is the largest "
-                    f"possible flow from {src} to {snk}?")
-        if template == 1:
-            return (f"Maximise the {v['what']} flow from {src} to {snk}. Directed link capacities in {unit}: "
-                    f"{links}. Intermediate nodes ({join(data['middle'])}) neither create nor absorb flow. A "
-                    f"contract requires a delivery of no less than {least} {unit}.")
-        if template == 2:
-            rows = [[u, w, data["capacity"][f"{u}_{w}"]] for u, w in data["arcs"]]
-            return (f"Maximum-flow problem ({domain}). Source: {src}; sink: {snk}.\n\n"
-                    f"{table(['From', 'To', f'Capacity ({unit})'], rows)}\n\nFlow in equals flow out at every other "
-                    f"node, and at least {least} {unit} must arrive at {snk}. Find the maximum flow.")
-        return (f"How much {v['what']} can be pushed from {src} to {snk} per period? Links (one-way, capacity in "
-                f"{unit}): {links}. The {v['node']}s {join(data['middle'])} only relay flow. The plan must deliver "
-                f"{least} {unit} or more.")
+        links = "; ".join((f"{u} to {w} {number_text(data['capacity'][f'{u}_{w}'])}" for u, w in data["arcs"]))
+        least = number_text(data["min_delivery"])
+        rows = [[u, w, data["capacity"][f"{u}_{w}"]] for u, w in data["arcs"]]
+        t2_part0 = table(["From", "To", f"Capacity ({unit})"], rows)
+        return {"t2_part0": t2_part0, "least": least, "links": links, "snk": snk, "src": src, "unit": unit}

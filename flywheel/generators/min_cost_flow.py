@@ -13,42 +13,17 @@ import numpy as np
 
 from flywheel.generators._text import join, listing, names, plural, table
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
 # Node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "freight logistics": {
-        "kinds": ("factory", "hub", "customer"), "unit": "tons", "money": "$ per ton",
-        "sources": ["Detroit", "Toledo", "Dayton", "Akron"],
-        "hubs": ["Chicago", "Indy", "Columbus", "Louisville", "Memphis", "StLouis"],
-        "sinks": ["Atlanta", "Dallas", "Denver", "Omaha", "Tulsa", "Nashville"],
-    },
-    "water distribution": {
-        "kinds": ("reservoir", "pumping station", "district"), "unit": "megalitres per day",
-        "money": "$ per megalitre",
-        "sources": ["NorthLake", "SouthLake", "Aquifer", "Desal"],
-        "hubs": ["PumpA", "PumpB", "PumpC", "PumpD", "PumpE", "PumpF"],
-        "sinks": ["Centre", "Harbour", "Heights", "Garden", "Mills", "Docks"],
-    },
-    "data network": {
-        "kinds": ("data centre", "router", "client site"), "unit": "Gbps", "money": "cents per Gbps",
-        "sources": ["DCEast", "DCWest", "DCNorth", "DCSouth"],
-        "hubs": ["R1", "R2", "R3", "R4", "R5", "R6"],
-        "sinks": ["Bank", "School", "Hospital", "Studio", "Factory", "Library"],
-    },
-}
 
 
 @register
 class MinCostFlow(Family):
     name = "min_cost_flow"
-    problem_class = "LP"
-    sectors = {"freight logistics": "logistics", "water distribution": "public services", "data network": "telecom"}
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         sources = names(vocab["sources"], 1 + (difficulty + 1) // 2, "Source")
         hubs = names(vocab["hubs"], 1 + difficulty, "Hub")
         sinks = names(vocab["sinks"], 1 + difficulty, "Sink")
@@ -76,10 +51,8 @@ class MinCostFlow(Family):
         return exceed(data, "demand", k, inflow, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("min_cost_flow")
-        sources = b.add_set("sources", data["sources"], "supply nodes")
-        hubs = b.add_set("hubs", data["hubs"], "transshipment nodes (flow in = flow out)")
-        sinks = b.add_set("sinks", data["sinks"], "demand nodes")
+        b = self.builder(data)
+        sources, hubs, sinks = b.elements("sources", "hubs", "sinks")
         arcs = b.add_set("arcs", [f"{u}_{v}" for u, v in data["arcs"]], "directed arcs From_To")
         b.add_param("supply", data["supply"], ("sources",), "units", "most a source can send")
         b.add_param("demand", data["demand"], ("sinks",), "units", "what a sink must receive")
@@ -101,30 +74,19 @@ class MinCostFlow(Family):
         b.set_objective("minimize", [(flow[(a,)], data["cost"][a]) for a in arcs], description="total flow cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         src, hub, snk = v["kinds"]
         unit = v["unit"]
         supply = listing(data["supply"], data["sources"])
         demand = listing(data["demand"], data["sinks"])
-        links = "; ".join(f"{u} to {w}: capacity {n(data['capacity'][f'{u}_{w}'])}, cost "
-                          f"{n(data['cost'][f'{u}_{w}'])}" for u, w in data["arcs"])
-        nodes = (f"{plural(src)} {join(data['sources'])}, {plural(hub)} {join(data['hubs'])} and {plural(snk)} "
-                 f"{join(data['sinks'])}")
-        if template == 0:
-            return (f"A {domain} network has {nodes}. Each {src} can send at most ({unit}): {supply}. Each {snk} "
-                    f"must receive exactly ({unit}): {demand}. {plural(hub).capitalize()} only pass flow on. The one-way "
-                    f"links (capacity in {unit}, cost in {v['money']}) are: {links}. Find the cheapest flow.")
-        if template == 1:
-            return (f"Minimise the cost of sending flow through this {domain} network. Supplies ({unit}): {supply}. "
-                    f"Demands ({unit}): {demand}. Directed links with capacity ({unit}) and unit cost "
-                    f"({v['money']}): {links}. Flow is conserved at every {hub}.")
-        if template == 2:
-            rows = [[u, w, data["capacity"][f"{u}_{w}"], data["cost"][f"{u}_{w}"]] for u, w in data["arcs"]]
-            rows_t = table(["From", "To", f"Capacity ({unit})", f"Cost ({v['money']})"], rows)
-            return (f"Min-cost flow in {domain}: {nodes}.\n\n{rows_t}\n\nSupply limits ({unit}): {supply}. "
-                    f"Exact demands ({unit}): {demand}. Choose arc flows of least total cost.")
-        return (f"Every {snk} needs its demand met: {demand} {unit}. The {plural(src)} can provide up to {supply} "
-                f"{unit}. Flow travels along these directed links, via {plural(hub)} where needed: {links} (capacities "
-                f"in {unit}, costs in {v['money']}). What routing meets all demand most cheaply?")
+        links = "; ".join(
+            (
+                f"{u} to {w}: capacity {number_text(data['capacity'][f'{u}_{w}'])}, cost {number_text(data['cost'][f'{u}_{w}'])}"
+                for u, w in data["arcs"]
+            )
+        )
+        nodes = f"{plural(src)} {join(data['sources'])}, {plural(hub)} {join(data['hubs'])} and {plural(snk)} {join(data['sinks'])}"
+        rows = [[u, w, data["capacity"][f"{u}_{w}"], data["cost"][f"{u}_{w}"]] for u, w in data["arcs"]]
+        rows_t = table(["From", "To", f"Capacity ({unit})", f"Cost ({v['money']})"], rows)
+        return {"demand": demand, "hub": hub, "links": links, "nodes": nodes, "rows_t": rows_t, "snk": snk, "src": src,
+                "supply": supply, "unit": unit}

@@ -10,46 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
 # Per domain: the container, item names, the value unit, and each limited dimension's unit.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "cargo flight": {
-        "what": "a cargo plane", "item": "shipment", "value": "revenue in $",
-        "items": ["Medicine", "Electronics", "Flowers", "Seafood", "Machinery", "Textiles", "Mail", "Wine",
-                  "Books", "Toys", "Tools", "Cameras", "Parts", "Paper", "Glass", "Tyres", "Coffee", "Tea",
-                  "Shoes", "Spices", "Watches", "Drones"],
-        "dims": {"Weight": "kg", "Volume": "cubic feet", "Pallets": "pallet slots", "Hazard": "hazard points"},
-    },
-    "project portfolio": {
-        "what": "an R&D department", "item": "project", "value": "expected benefit in k$",
-        "items": ["Chatbot", "Robotics", "Solar", "Battery", "Drone", "Sensor", "Vaccine", "Biochip", "Quantum",
-                  "Cloud", "Mobile", "Security", "Analytics", "Printing3D", "Hydrogen", "Recycling", "Satellite",
-                  "Compiler", "Genomics", "Lidar", "Storage", "Payments"],
-        "dims": {"Budget": "k$", "Engineers": "engineer-months", "LabTime": "lab days", "Managers": "manager-weeks"},
-    },
-    "hiking trip": {
-        "what": "a hiker's backpack", "item": "gear item", "value": "usefulness points",
-        "items": ["Tent", "Stove", "Camera", "Book", "Jacket", "Rope", "Lamp", "Filter", "Binoculars", "Chair",
-                  "Hammock", "Kite", "Radio", "Speaker", "Tripod", "Guitar", "Snacks", "Map", "Compass", "Knife",
-                  "Poles", "Sandals"],
-        "dims": {"Weight": "grams", "Volume": "litres", "Cost": "dollars", "Straps": "strap slots"},
-    },
-}
 
 
 @register
 class MultiKnapsack(Family):
     name = "multi_knapsack"
-    problem_class = "IP"
-    sectors = {"cargo flight": "logistics", "project portfolio": "finance", "hiking trip": "sports and education"}
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         items = names(vocab["items"], 2 + 4 * difficulty, "Item")
         dims = list(vocab["dims"])[: 1 + (difficulty + 1) // 2]
         value = {i: int(rng.integers(10, 100)) for i in items}
@@ -73,8 +46,8 @@ class MultiKnapsack(Family):
         return {**data, "mandatory": sorted(chosen, key=data["items"].index)}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("multi_knapsack")
-        items = b.add_set("items", data["items"], "candidate items")
+        b = self.builder(data)
+        (items,) = b.elements("items")
         b.add_set("dimensions", data["dims"], "limited capacities")
         b.add_param("value", data["value"], ("items",), "value units", "value of taking an item")
         b.add_param("weight", data["weight"], ("dimensions", "items"), "capacity units", "capacity an item uses")
@@ -87,28 +60,19 @@ class MultiKnapsack(Family):
         b.set_objective("maximize", [(take[(i,)], data["value"][i]) for i in items], description="total value")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        items, dims, unit = data["items"], data["dims"], v["dims"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        dims, items = data["dims"], data["items"]
+        unit = v["dims"]
         values = listing(data["value"], items)
-        caps = ", ".join(f"{n(data['capacity'][d])} {unit[d]} of {d}" for d in dims)
-        uses = "; ".join(f"{i} uses " + ", ".join(f"{n(data['weight'][d][i])} {unit[d]}" + (f" of {d}" if len(dims) > 1
-                                                   else "") for d in dims) for i in items)
+        caps = ", ".join(f"{number_text(data['capacity'][d])} {unit[d]} of {d}" for d in dims)
+        uses = "; ".join(
+            f"{i} uses "
+            + ", ".join(
+                f"{number_text(data['weight'][d][i])} {unit[d]}" + (f" of {d}" if len(dims) > 1 else "") for d in dims
+            )
+            for i in items
+        )
         must = join(data["mandatory"])
-        if template == 0:
-            return (f"Choose which items to pack into {v['what']}. Each {v['item']} is either taken whole or left "
-                    f"behind. Values ({v['value']}): {values}. Requirements: {uses}. The limits are {caps}. "
-                    f"{must} must be included. Maximise the total value.")
-        if template == 1:
-            return (f"Select a subset of {join(items)} for {v['what']} ({domain}) with the largest total "
-                    f"{v['value']}: {values}. Resource use per {v['item']}: {uses}. Capacities: {caps}. "
-                    f"It is required to take {must}. No partial selections.")
-        if template == 2:
-            header = [v["item"].capitalize(), f"Value ({v['value']})"] + [f"{d} ({unit[d]})" for d in dims]
-            rows = [[i, data["value"][i]] + [data["weight"][d][i] for d in dims] for i in items]
-            return (f"A {domain} planning problem.\n\n{table(header, rows)}\n\nAvailable: {caps}. {must} is "
-                    "mandatory. Pick items (all or nothing) to maximise total value without exceeding any limit.")
-        return (f"Given limits of {caps}, which {v['item']}s should go into {v['what']}? Values ({v['value']}): "
-                f"{values}. Consumption: {uses}. Include {must} no matter what. Each {v['item']} is a "
-                "yes/no choice; maximise the total value.")
+        header = [v["item"].capitalize(), f"Value ({v['value']})"] + [f"{d} ({unit[d]})" for d in dims]
+        rows = [[i, data["value"][i]] + [data["weight"][d][i] for d in dims] for i in items]
+        return {"caps": caps, "header": header, "must": must, "rows": rows, "uses": uses, "values": values}

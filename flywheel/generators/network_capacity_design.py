@@ -18,40 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "fibre backbone": {"nodes": ["Leeds", "York", "Hull", "Derby", "Bath", "Exeter", "Dover", "Carlisle"],
-                       "module": "wavelength", "small": "Mbps", "big": "Gbps", "link": "fibre route",
-                       "who": "a carrier's backbone planner", "demand": "traffic"},
-    "grid reinforcement": {"nodes": ["Northgate", "Eastmoor", "Riverside", "Kingsway", "Oakhill", "Millbank",
-                                     "Saltmarsh", "Highcliff"],
-                           "module": "circuit", "small": "kW", "big": "MW", "link": "transmission corridor",
-                           "who": "the utility's grid-expansion engineer", "demand": "power transfer"},
-    "freight corridors": {"nodes": ["PortA", "Junction", "Terminal", "Airport", "Quarry", "Mills", "Hub",
-                                    "Border"],
-                          "module": "daily truck", "small": "kg", "big": "tonnes", "link": "road corridor",
-                          "who": "a haulier's network manager", "demand": "shipment"},
-}
 
 
 @register
 class NetworkCapacityDesign(Family):
     name = "network_capacity_design"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"fibre backbone": "telecom", "grid reinforcement": "energy", "freight corridors": "logistics"}
-    techniques = ("fixed_charge", "big_m_indicator")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("demands",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        nodes = names(_DOMAINS[domain]["nodes"], 3 + difficulty, "Node")
+        nodes = names(self.vocab[domain]["nodes"], 3 + difficulty, "Node")
         links = [f"{a}__{b}" for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
         links += [f"{nodes[i]}__{nodes[i + 2]}" for i in range(len(nodes) - 2) if rng.random() < 0.5]
         demands = [f"D{k}" for k in range(1, 3 + difficulty // 2)]
@@ -71,10 +48,8 @@ class NetworkCapacityDesign(Family):
         return {**data, "amount": {**data["amount"], d: int(most + 100 * rng.integers(1, 5))}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("network_capacity_design")
-        nodes = b.add_set("nodes", data["nodes"], "network nodes")
-        links = b.add_set("links", data["links"], "links that may be built (undirected)")
-        demands = b.add_set("demands", data["demands"], "point-to-point demands")
+        b = self.builder(data)
+        nodes, links, demands = b.elements("nodes", "links", "demands")
         arcs = b.add_set("arcs", [f"{e}__{s}" for e in links for s in ("fwd", "back")], "links in each direction")
         b.add_param("amount", data["amount"], ("demands",), "small unit", "size of a demand")
         b.add_param("capacity", data["capacity"], (), "large unit", "capacity of one module")
@@ -110,29 +85,19 @@ class NetworkCapacityDesign(Family):
                         + [(built[(e,)], data["build_cost"][e]) for e in links], description="building plus modules")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        links, mod, small = data["links"], v["module"], v["small"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        links = data["links"]
+        mod, small = v["module"], v["small"]
         link = {e: e.replace("__", "-") for e in links}
-        needs = "; ".join(f"{n(data['amount'][d])} {small} from {data['origin'][d]} to {data['destination'][d]}"
-                          for d in data["demands"])
-        costs = "; ".join(f"{link[e]} {n(data['build_cost'][e])} to build plus {n(data['module_cost'][e])} per {mod}"
-                          for e in links)
-        rule = (f"Each {mod} adds {n(data['capacity'])} {v['big']}, shared by both directions, and a built "
-                f"{v['link']} takes at most {n(data['max_modules'])} {mod}s.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} connects {join(data['nodes'])}. Candidate {v['link']}s and their costs "
-                    f"(thousand dollars): {costs}. {rule} The {v['demand']} to carry: {needs}; it may be split "
-                    f"over several paths. Which {v['link']}s should be built, with how many {mod}s, at least cost?")
-        if template == 1:
-            rows = [[link[e], data["build_cost"][e], data["module_cost"][e]] for e in links]
-            header = [v["link"].capitalize(), "Build cost ($k)", f"Cost per {mod} ($k)"]
-            return (f"Capacity design.\n\n{table(header, rows)}\n\n{rule} Demands: {needs}. Flows are continuous, "
-                    f"{mod}s are integer. Minimise the total cost.")
-        if template == 2:
-            return (f"Demand is outgrowing the network, and {v['who']} has to present an expansion plan. The "
-                    f"{v['demand']} forecast is {needs}. {rule} Building costs, in thousand dollars: {costs}. "
-                    f"Splitting a {v['demand']} over routes is fine. What is the cheapest plan?")
-        return (f"Minimise the cost of building {v['link']}s and buying {mod}s so that every {v['demand']} is carried: "
-                f"{needs}. {rule} Costs ($ thousand): {costs}.")
+        needs = "; ".join(
+            f"{number_text(data['amount'][d])} {small} from {data['origin'][d]} to {data['destination'][d]}"
+            for d in data["demands"]
+        )
+        costs = "; ".join(
+            f"{link[e]} {number_text(data['build_cost'][e])} to build plus {number_text(data['module_cost'][e])} per {mod}"
+            for e in links
+        )
+        rule = f"Each {mod} adds {number_text(data['capacity'])} {v['big']}, shared by both directions, and a built {v['link']} takes at most {number_text(data['max_modules'])} {mod}s."
+        rows = [[link[e], data["build_cost"][e], data["module_cost"][e]] for e in links]
+        header = [v["link"].capitalize(), "Build cost ($k)", f"Cost per {mod} ($k)"]
+        return {"costs": costs, "header": header, "mod": mod, "needs": needs, "rows": rows, "rule": rule}

@@ -14,39 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "fashion retailer": {"items": ["Parkas", "Scarves", "Boots", "Gloves", "Beanies"], "unit": "units",
-                         "season": "the winter season", "left": "sold to an outlet chain",
-                         "space": "stockroom", "who": "the buyer of a fashion retailer"},
-    "flu vaccine clinic": {"items": ["Quadrivalent", "HighDose", "Adjuvanted", "CellBased", "Recombinant"],
-                           "unit": "doses", "season": "the flu season", "left": "returned to the distributor",
-                           "space": "vaccine fridge", "who": "the pharmacist of a vaccination clinic"},
-    "championship merchandise": {"items": ["Jerseys", "Caps", "Scarfs", "Mugs", "Pennants"], "unit": "pieces",
-                                 "season": "the championship final", "left": "cleared at a discount stall",
-                                 "space": "stand's storage", "who": "the merchandise manager of a sports club"},
-}
 _SCENARIOS = ["Weak", "Normal", "Strong", "Record", "Washout"]
 
 
 @register
 class NewsvendorScenarios(Family):
     name = "newsvendor_scenarios"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"fashion retailer": "retail", "flu vaccine clinic": "health care",
-               "championship merchandise": "sports and education"}
-    techniques = ("scenario_stochastic",)
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("items", "scenarios")
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(_DOMAINS[domain]["items"], difficulty, "Item")
+        items = names(self.vocab[domain]["items"], difficulty, "Item")
         scenarios = _SCENARIOS[:2 + (difficulty + 1) // 2]
         # Probabilities in tens of percent, each at least 10%: a multinomial split of the remaining tens.
         tens = rng.multinomial(10 - len(scenarios), [1 / len(scenarios)] * len(scenarios)) + 1
@@ -68,10 +48,8 @@ class NewsvendorScenarios(Family):
         return {**data, "capacity": int(sum(data["min_order"].values()) * rng.uniform(0.5, 0.9))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("newsvendor_scenarios")
-        items = b.add_set("items", data["items"], "items ordered before the season")
-        scen = b.add_set("scenarios", data["scenarios"], "demand scenarios")
-        b.add_param("prob", data["prob"], ("scenarios",), "percent", "probability of a scenario")
+        b = self.builder(data)
+        items, scen = b.elements("items", "scenarios")
         for key, what in (("cost", "purchase cost"), ("price", "selling price"), ("salvage", "salvage value")):
             b.add_param(key, data[key], ("items",), "money per unit", f"{what} of one unit")
         b.add_param("demand", {(sc, i): data["demand"][sc][i] for sc in scen for i in items}, ("scenarios", "items"),
@@ -99,37 +77,26 @@ class NewsvendorScenarios(Family):
         b.set_objective("maximize", terms, description="expected sales and salvage revenue minus purchase cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        items, scen, unit = data["items"], data["scenarios"], v["unit"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        items = data["items"]
+        scen, unit = data["scenarios"], v["unit"]
         probs = listing(data["prob"], scen, "{k} {v}%")
         dem = "; ".join(f"{sc}: " + listing(data["demand"][sc], items) for sc in scen)
-        terms = "; ".join(f"{i} costs ${number_text(data['cost'][i])}, sells for ${number_text(data['price'][i])} "
-                          f"and is worth ${number_text(data['salvage'][i])} if unsold" for i in items)
-        limits = (f"The {v['space']} holds {number_text(data['capacity'])} {unit} in total, and the suppliers' minimum "
-                  f"orders are {listing(data['min_order'], items, '{v} ' + unit + ' of {k}')}.")
+        terms = "; ".join(
+            f"{i} costs ${number_text(data['cost'][i])}, sells for ${number_text(data['price'][i])} "
+            f"and is worth ${number_text(data['salvage'][i])} if unsold"
+            for i in items
+        )
+        limits = (
+            f"The {v['space']} holds {number_text(data['capacity'])} {unit} in total, and the suppliers' minimum "
+            f"orders are {listing(data['min_order'], items, '{v} ' + unit + ' of {k}')}."
+        )
         once = f"Orders are placed once, before {v['season']}; unsold stock is {v['left']}."
-        if template == 0:
-            return (f"{v['who'].capitalize()} must decide how many {unit} of {join(items)} to order for {v['season']}. "
-                    f"Per unit, {terms}. Demand ({unit}) follows one of these scenarios, with probabilities {probs}: "
-                    f"{dem}. {once} {limits} Sales cannot exceed demand or stock. Maximise expected profit; "
-                    "quantities may be fractional.")
-        if template == 1:
-            econ = table(["Item", "Cost ($)", "Price ($)", "Salvage ($)", f"Minimum order ({unit})"],
-                         [[i, data["cost"][i], data["price"][i], data["salvage"][i], data["min_order"][i]]
-                          for i in items])
-            scen_rows = [[sc, f"{number_text(data['prob'][sc])}%"] + [data["demand"][sc][i] for i in items]
-                         for sc in scen]
-            return (f"Newsvendor planning for a {domain}.\n\n{econ}\n\n"
-                    f"{table(['Scenario', 'Probability'] + [f'{i} demand' for i in items], scen_rows)}\n\n"
-                    f"{once} Storage: at most {number_text(data['capacity'])} {unit}. Choose continuous order "
-                    "quantities that maximise the expected profit.")
-        if template == 2:
-            return (f"Every year {v['who']} faces the same gamble: order too little and customers leave empty-handed, "
-                    f"order too much and the rest is {v['left']}. Forecasters describe {v['season']} by scenarios "
-                    f"({probs}) with demands {dem}. {terms}. {limits} How much of each should be ordered to make "
-                    "the expected profit as large as possible? Fractional quantities are fine.")
-        return (f"Two-stage stochastic LP ({domain}). First stage: order quantities. Second stage, per scenario: "
-                f"sales (at most demand and stock) and salvage of the rest. Scenario probabilities: {probs}. "
-                f"Demands: {dem}. Economics: {terms}. {limits} Objective: maximise expected profit (continuous "
-                "quantities).")
+        econ = table(
+            ["Item", "Cost ($)", "Price ($)", "Salvage ($)", f"Minimum order ({unit})"],
+            [[i, data["cost"][i], data["price"][i], data["salvage"][i], data["min_order"][i]] for i in items],
+        )
+        scen_rows = [[sc, f"{number_text(data['prob'][sc])}%"] + [data["demand"][sc][i] for i in items] for sc in scen]
+        t1_part0 = table(["Scenario", "Probability"] + [f"{i} demand" for i in items], scen_rows)
+        return {"t1_part0": t1_part0, "dem": dem, "econ": econ, "limits": limits, "once": once, "probs": probs, "terms":
+                terms, "unit": unit}

@@ -14,36 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, exceed, register
-from solvers.builder import ModelBuilder
-from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "hospital ward": {"staff": ["Amara", "Beth", "Carla", "Dinah", "Elena", "Fatima", "Grace", "Hana", "Iris"],
-                      "shifts": ["Morning", "Evening", "Night"], "person": "nurse", "unit": "ward", "money": "$"},
-    "police station": {"staff": ["Kowalski", "Lindqvist", "Murphy", "Novak", "Okafor", "Petrov", "Quinn",
-                                 "Rossi", "Santos"],
-                       "shifts": ["Early", "Late", "Night"], "person": "officer", "unit": "station", "money": "$"},
-    "department store": {"staff": ["Tom", "Uma", "Victor", "Wendy", "Xavier", "Yara", "Zoe", "Arjun", "Bruno"],
-                         "shifts": ["Opening", "Closing", "Overnight"], "person": "clerk", "unit": "store",
-                         "money": "EUR"},
-}
+from solvers.ir import Model, VarType
 
 
 @register
 class NurseRostering(Family):
     name = "nurse_rostering"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"hospital ward": "health care", "police station": "public services", "department store": "retail"}
-    techniques = ("either_or_if_then", "set_partitioning_covering")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("staff",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         staff, shifts = names(v["staff"], 3 + difficulty, "Person"), v["shifts"]
         days = [f"Day{k}" for k in range(1, 4 + difficulty)]
         off = sorted([p, days[int(rng.integers(len(days)))]] for p in staff if rng.random() < 0.6)
@@ -66,10 +47,8 @@ class NurseRostering(Family):
         return {**data, "need": exceed(data["need"], d, s, free, 1)}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("nurse_rostering")
-        staff = b.add_set("staff", data["staff"], "people to roster")
-        days = b.add_set("days", data["days"], "days in order")
-        shifts = b.add_set("shifts", data["shifts"], "shifts of a day, the last one the night")
+        b = self.builder(data)
+        staff, days, shifts = b.elements("staff", "days", "shifts")
         need = data["need"]
         b.add_param("need", {(d, s): need[d][s] for d in days for s in shifts}, ("days", "shifts"), "people",
                     "minimum head count of a shift")
@@ -95,26 +74,18 @@ class NurseRostering(Family):
                                      for d in days for s in shifts], description="wages (rate x shift hours)")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        staff, days, shifts, need, person = data["staff"], data["days"], data["shifts"], data["need"], v["person"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        days, need, shifts, staff = data["days"], data["need"], data["shifts"], data["staff"]
+        person = v["person"]
         cur = v["money"]
         needs = "; ".join(f"{d}: " + listing(need[d], shifts) for d in days)
         offs = ", ".join(f"{p} on {d}" for p, d in data["off"]) or "nobody"
         rates = listing(data["wage"], staff, "{k} ${v}" if cur == "$" else "{k} {v} " + cur)
-        rules = (f"A {person} works at most one shift a day and never on a day off ({offs}). Whoever works the "
-                 f"{shifts[-1]} shift may not work the {shifts[0]} shift the next day. Shift caps over the period: "
-                 f"{listing(data['cap'], staff)}. Shifts last {listing(data['hours'], shifts, '{v} hours ({k})')}, "
-                 f"and each {person} is paid per hour: {rates}.")
-        if template == 0:
-            return (f"Roster the {person}s {join(staff)} at a {v['unit']} over {join(days)}. Minimum staff per "
-                    f"shift: {needs}. {rules} Find the cheapest roster.")
-        if template == 1:
-            grid = table(["Day", *shifts], [[d, *(need[d][s] for s in shifts)] for d in days])
-            return (f"Minimum {person}s per shift at the {v['unit']}:\n\n{grid}\n\n{rules} Assign shifts at the "
-                    "least total pay.")
-        if template == 2:
-            return (f"The {v['unit']} manager is writing the roster for the next {number_text(len(days))} days with "
-                    f"{len(staff)} {person}s. Each shift needs a minimum head count ({needs}). {rules} What roster "
-                    "keeps the wage bill lowest?")
-        return f"Minimise the wage bill of a {v['unit']} roster. Coverage needed: {needs}. {rules}"
+        rules = (
+            f"A {person} works at most one shift a day and never on a day off ({offs}). Whoever works the "
+            f"{shifts[-1]} shift may not work the {shifts[0]} shift the next day. Shift caps over the period: "
+            f"{listing(data['cap'], staff)}. Shifts last {listing(data['hours'], shifts, '{v} hours ({k})')}, "
+            f"and each {person} is paid per hour: {rates}."
+        )
+        grid = table(["Day", *shifts], [[d, *(need[d][s] for s in shifts)] for d in days])
+        return {"grid": grid, "needs": needs, "person": person, "rules": rules}

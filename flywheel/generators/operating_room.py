@@ -17,50 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "hospital theatres": {
-        "jobs": ["HipReplace", "KneeScope", "Appendix", "Cataract", "Hernia", "Bypass", "Tonsils", "Gallbladder",
-                 "SpineFusion", "Biopsy", "Shoulder", "Carpal", "Bunion"],
-        "rooms": ["TheatreA", "TheatreB", "TheatreC"], "job": "surgery", "room": "operating room",
-        "who": "the theatre manager", "pair": "its follow-up procedure", "team": "the on-call surgical team",
-    },
-    "exam halls": {
-        "jobs": ["Maths1", "Maths2", "Physics", "Chemistry", "Biology", "English", "History", "Latin", "Music",
-                 "Economics", "Geography", "French", "German"],
-        "rooms": ["MainHall", "SportsHall", "Annexe"], "job": "exam", "room": "exam hall",
-        "who": "the examinations officer", "pair": "a paper many of the same candidates sit",
-        "team": "extra invigilators",
-    },
-    "court rooms": {
-        "jobs": ["TrialA", "TrialB", "Appeal1", "Appeal2", "Custody", "Probate", "Fraud", "Tenancy", "Injunction",
-                 "Bail", "Sentencing", "Inquest", "Licensing"],
-        "rooms": ["Court1", "Court2", "Court3"], "job": "hearing", "room": "courtroom",
-        "who": "the listing officer", "pair": "a related hearing with the same barristers",
-        "team": "late-sitting clerks and security",
-    },
-}
 
 
 @register
 class OperatingRoom(Family):
     name = "operating_room"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"hospital theatres": "health care", "exam halls": "sports and education",
-               "court rooms": "public services"}
-    techniques = ("big_m_indicator", "either_or_if_then")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         jobs = names(v["jobs"], 3 + difficulty + difficulty // 2, "Job")
         rooms = names(v["rooms"], 2 + difficulty // 4, "Room")
         days = [f"Day{k}" for k in range(1, 3 + difficulty // 2)]
@@ -85,16 +52,8 @@ class OperatingRoom(Family):
         return {**data, "minutes": {**data["minutes"], j: longest + 15 * int(rng.integers(1, 4))}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("operating_room")
-        jobs = b.add_set("jobs", data["jobs"], "cases to schedule")
-        rooms = b.add_set("rooms", data["rooms"], "rooms")
-        days = b.add_set("days", data["days"], "days, in order")
-        b.add_param("minutes", data["minutes"], ("jobs",), "minutes", "length of a case")
-        b.add_param("hours", data["hours"], ("rooms",), "hours", "regular hours of a room's daily session")
-        b.add_param("max_overtime", data["max_overtime"], (), "minutes", "longest a session may run late")
-        b.add_param("late_cost", data["late_cost"], (), "dollars", "cost of calling in the overtime team")
-        b.add_param("overtime_rate", data["overtime_rate"], (), "dollars per hour", "cost of an overtime hour")
-        b.add_param("priority", data["priority"], ("jobs",), "points per day", "cost of a day of waiting")
+        b = self.builder(data)
+        jobs, rooms, days = b.elements("jobs", "rooms", "days")
         b.add_param("wait", {d: k for k, d in enumerate(days)}, ("days",), "days", "days waited beyond the first",
                     derived=True)
         x = b.add_vars("assign", ("jobs", "rooms", "days"), VarType.BINARY,
@@ -124,30 +83,14 @@ class OperatingRoom(Family):
                         description="overtime plus waiting costs")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        jobs, job, room = data["jobs"], v["job"], v["room"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        jobs = data["jobs"]
+        job, room = v["job"], v["room"]
         length = listing(data["minutes"], jobs, "{k} {v} min")
         prio = listing(data["priority"], jobs)
-        apart = "; ".join(f"if {a} is on a day, {c} ({v['pair']}) must not be that day" for a, c in data["apart"])
-        setting = (f"The {room}s {listing(data['hours'], data['rooms'], '{k} ({v} hours)')} are open on "
-                   f"{join(data['days'])}. A session may run late only if {v['team']} is called in, at "
-                   f"${n(data['late_cost'])} per session, and then by at most {n(data['max_overtime'])} minutes, "
-                   f"paid at ${n(data['overtime_rate'])} per hour.")
+        apart = "; ".join((f"if {a} is on a day, {c} ({v['pair']}) must not be that day" for a, c in data["apart"]))
+        setting = f"The {room}s {listing(data['hours'], data['rooms'], '{k} ({v} hours)')} are open on {join(data['days'])}. A session may run late only if {v['team']} is called in, at ${number_text(data['late_cost'])} per session, and then by at most {number_text(data['max_overtime'])} minutes, paid at ${number_text(data['overtime_rate'])} per hour."
         waiting = f"Every day a {job} waits after {data['days'][0]} costs its priority points: {prio}; a point counts the same as a dollar."
-        if template == 0:
-            return (f"{v['who'].capitalize()} must schedule {len(jobs)} {job}s: {length}. {setting} Each {job} goes "
-                    f"into one {room} on one day. Rules: {apart}. {waiting} Minimise overtime costs plus priority "
-                    "points.")
-        if template == 1:
-            rows = [[j, data["minutes"][j], data["priority"][j]] for j in jobs]
-            return (f"{room.capitalize()} schedule.\n\n{table([job.capitalize(), 'Minutes', 'Priority/day'], rows)}"
-                    f"\n\n{setting} Rules: {apart}. Assignments are 0/1 and overtime minutes continuous. {waiting} "
-                    "Minimise the total cost.")
-        if template == 2:
-            return (f"The waiting list is long and {v['who']} is planning next week. {setting} The {job}s to fit in "
-                    f"are {length}. {waiting} There is one more rule: {apart}. Where and when should each {job} go "
-                    "so that overtime and waiting together cost as little as possible?")
-        return (f"Assign {job}s to {room}s and days at least cost. Lengths: {length}. {setting} {waiting} "
-                f"Rules: {apart}.")
+        rows = [[j, data["minutes"][j], data["priority"][j]] for j in jobs]
+        return {"apart": apart, "job": job, "length": length, "room": room, "rows": rows, "setting": setting, "waiting":
+                waiting}

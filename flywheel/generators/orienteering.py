@@ -17,47 +17,19 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators import _routing as rt
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "school field trip": {
-        "base": "School", "site": "attraction", "score": "learning points", "who": "a class and its teacher",
-        "sites": ["Museum", "Aquarium", "Planetarium", "Castle", "Zoo", "Observatory", "Gallery", "Farm", "Mill",
-                  "Lighthouse"],
-        "travel": "by coach",
-    },
-    "sales rep visits": {
-        "base": "Office", "site": "client", "score": "expected orders (hundred dollars)", "who": "a sales rep",
-        "sites": ["Acme", "Bolt", "Crest", "Delta", "Ember", "Fjord", "Globe", "Helix", "Ionic", "Jade"],
-        "travel": "by car",
-    },
-    "building inspections": {
-        "base": "CityHall", "site": "building", "score": "risk points", "who": "a fire-safety inspector",
-        "sites": ["Warehouse", "Cinema", "Hostel", "Factory", "Stadium", "Mall", "Hotel", "Depot", "Arena",
-                  "Library"],
-        "travel": "by van",
-    },
-}
 _QUARTER = 15  # the budget is a whole number of quarter hours (minutes)
 
 
 @register
 class Orienteering(Family):
     name = "orienteering"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"school field trip": "sports and education", "sales rep visits": "retail",
-               "building inspections": "public services"}
-    techniques = ("subtour_elimination", "big_m_indicator")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("sites",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         sites = names(v["sites"], 2 + difficulty, "Site")
         places = [v["base"], *sites]
         travel = {a: {c: d + 5 for c, d in row.items()} for a, row in rt.euclidean(rng, places).items()}
@@ -77,7 +49,7 @@ class Orienteering(Family):
         return {**data, "budget": (least - 1) // _QUARTER * _QUARTER / 60}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("orienteering")
+        b = self.builder(data)
         places = b.add_set("places", [data["base"], *data["sites"]], "the base (first) and the sites")
         sites = b.add_set("sites", data["sites"], "sites that may be visited")
         x = rt.legs(b, places, data["travel"], "travel", "minutes", "travel time of a leg")
@@ -95,29 +67,13 @@ class Orienteering(Family):
         b.set_objective("maximize", [(y[(s,)], data["score"][s]) for s in sites], description="score collected")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        base, sites, site = data["base"], data["sites"], v["site"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        base, sites = data["base"], data["sites"]
+        site = v["site"]
         places = [base, *sites]
         scores = listing(data["score"], sites)
         stays = listing(data["visit"], sites, "{v} minutes at {k}")
         legs = rt.pairs_text(places, data["travel"], "{a}-{c} {v} min")
-        rule = (f"The tour starts and ends at {base}, visits at least one {site}, and its travel plus visit time "
-                f"may not exceed {n(data['budget'])} hours.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} plans a day out from {base}, travelling {v['travel']}. Candidate "
-                    f"{site}s and their {v['score']}: {scores}. A visit takes {stays}. Travel times (the same both "
-                    f"ways): {legs}. {rule} Which {site}s, in which order, collect the most {v['score']}?")
-        if template == 1:
-            rows = [[s, data["score"][s], data["visit"][s]] for s in sites]
-            return (f"Orienteering problem ({domain}).\n\n{table([site.capitalize(), 'Score', 'Visit (min)'], rows)}"
-                    f"\n\nTravel minutes (row = from, column = to):\n\n{rt.grid(places, data['travel'])}\n\n{rule} "
-                    "Maximise the total score of the visited sites.")
-        if template == 2:
-            return (f"Tomorrow {v['who']} has {n(data['budget'])} hours, door to door from {base}. There are "
-                    f"{len(sites)} {site}s worth {scores} {v['score']}. Staying takes {stays}; driving takes {legs}. "
-                    f"No {site} is visited twice, at least one is visited, and the day must end back at {base}. Not every {site} fits. "
-                    f"Plan the round trip that scores most.")
-        return (f"Choose {site}s for {v['who']} to maximise {v['score']} ({scores}). Visit times: {stays}. Legs: "
-                f"{legs}. {rule}")
+        rule = f"The tour starts and ends at {base}, visits at least one {site}, and its travel plus visit time may not exceed {number_text(data['budget'])} hours."
+        rows = [[s, data["score"][s], data["visit"][s]] for s in sites]
+        return {"legs": legs, "places": places, "rows": rows, "rule": rule, "scores": scores, "site": site, "stays": stays}

@@ -16,35 +16,19 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import minutes
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "furniture workshop": {"products": ["Chair", "Table", "Bench", "Stool", "Cabinet", "Shelf", "Desk"],
-                           "material": "oak", "munit": "board feet", "staff": "joiners", "what": "pieces"},
-    "market garden": {"products": ["Tomatoes", "Lettuce", "Courgettes", "Beans", "Herbs", "Radishes", "Leeks"],
-                      "material": "compost", "munit": "bags", "staff": "pickers", "what": "crates"},
-    "artisan bakery": {"products": ["Sourdough", "Baguette", "Croissant", "RyeLoaf", "Brioche", "Focaccia", "Bagel"],
-                       "material": "flour", "munit": "kg", "staff": "bakers", "what": "trays"},
-}
 _TIERS = ("regular", "overtime", "weekend")
 
 
 @register
 class OvertimeProductMix(Family):
     name = "overtime_product_mix"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"furniture workshop": "manufacturing", "market garden": "agriculture", "artisan bakery": "retail"}
-    techniques = ("piecewise_linear",)
-    template_styles = (("units",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("products",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        products = names(_DOMAINS[domain]["products"], 2 + difficulty, "Product")
+        products = names(self.vocab[domain]["products"], 2 + difficulty, "Product")
         labour = {p: int(rng.choice([6, 10, 12, 15, 20, 30, 45])) for p in products}  # minutes per unit
         wage0 = int(rng.integers(15, 26))
         wage = {"regular": wage0, "overtime": wage0 + int(rng.integers(5, 12)),
@@ -71,8 +55,8 @@ class OvertimeProductMix(Family):
                 "market": {**data["market"], data["min_product"]: max(extra, data["market"][data["min_product"]])}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("overtime_product_mix")
-        products = b.add_set("products", data["products"], "products")
+        b = self.builder(data)
+        (products,) = b.elements("products")
         tiers = b.add_set("tiers", list(_TIERS), "labour tiers, each dearer than the one before")
         b.add_param("labour", data["labour"], ("products",), "minutes per unit", "labour of one unit")
         b.add_param("margin", data["margin"], ("products",), "dollars per unit", "margin before labour")
@@ -101,37 +85,25 @@ class OvertimeProductMix(Family):
                         + [(h[(t,)], -data["wage"][t]) for t in tiers], description="margin minus wages")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        products, d, what = data["products"], data, v["what"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        products = data["products"]
+        d, what = data, v["what"]
         hrs, wage = d["hours"], d["wage"]
-        pay = (f"The {v['staff']} can work {n(hrs['regular'])} regular hours at ${n(wage['regular'])} an hour, then "
-               f"up to {n(hrs['overtime'])} overtime hours at ${n(wage['overtime'])} an hour, then up to "
-               f"{n(hrs['weekend'])} weekend hours at ${n(wage['weekend'])} an hour.")
-        hard = (f"Only {n(d['available'])} {v['munit']} of {v['material']} are available, and a contract requires "
-                f"at least {n(d['minimum'])} {what} of {d['min_product']}.")
+        pay = f"The {v['staff']} can work {number_text(hrs['regular'])} regular hours at ${number_text(wage['regular'])} an hour, then up to {number_text(hrs['overtime'])} overtime hours at ${number_text(wage['overtime'])} an hour, then up to {number_text(hrs['weekend'])} weekend hours at ${number_text(wage['weekend'])} an hour."
+        hard = f"Only {number_text(d['available'])} {v['munit']} of {v['material']} are available, and a contract requires at least {number_text(d['minimum'])} {what} of {d['min_product']}."
         margins = listing(d["margin"], products, "{k} ${v}")
         labour = listing(d["labour"], products, "{k} {v} minutes")
         mat = listing(d["material"], products, "{k} {v} " + v["munit"])
         market = listing(d["market"], products, "{v} {k}")
-        if template == 0:
-            return (f"The {domain} makes {join(products)}. Margin per unit before labour: {margins}. Labour per unit: "
-                    f"{labour}. {v['material'].capitalize()} per unit: {mat}. At most {market} can be sold. {hard} "
-                    f"{pay} Fractional amounts are allowed. Which plan maximises margin minus wages?")
-        if template == 1:
-            header = ["Product", "Margin ($/unit)", "Labour (min/unit)", f"{v['material'].capitalize()} "
-                      f"({v['munit']}/unit)", "Market (units)"]
-            rows = [[p, d["margin"][p], d["labour"][p], d["material"][p], d["market"][p]] for p in products]
-            tiers = table(["Labour tier", "Hours available", "Wage ($/hour)"],
-                          [[t, hrs[t], wage[t]] for t in _TIERS])
-            return (f"Product mix for the {domain} with tiered labour costs.\n\n{table(header, rows)}\n\n{tiers}\n\n"
-                    f"{hard} Hours are used tier by tier. Maximise margin minus wages; quantities may be fractional.")
-        if template == 2:
-            takes = ", ".join(f"{p} {minutes(d['labour'][p] / 60)}" for p in products)
-            return (f"Orders are strong this month and the owner of the {domain} wonders how much overtime to pay "
-                    f"for. {pay} Each {what[:-1]} takes {takes} of work and uses {mat}. The {what} earn {margins} "
-                    f"each before wages, and the market takes at most {market}. {hard} Amounts can be fractional. "
-                    "What plan earns the most after wages?")
-        return (f"Maximise margin minus wages. Products: {join(products)}. Margins: {margins}. Labour: {labour}. "
-                f"{v['material'].capitalize()}: {mat}. Markets: {market}. {hard} {pay} Continuous quantities.")
+        header = [
+            "Product",
+            "Margin ($/unit)",
+            "Labour (min/unit)",
+            f"{v['material'].capitalize()} ({v['munit']}/unit)",
+            "Market (units)",
+        ]
+        rows = [[p, d["margin"][p], d["labour"][p], d["material"][p], d["market"][p]] for p in products]
+        tiers = table(["Labour tier", "Hours available", "Wage ($/hour)"], [[t, hrs[t], wage[t]] for t in _TIERS])
+        takes = ", ".join(f"{p} {minutes(d['labour'][p] / 60)}" for p in products)
+        return {"hard": hard, "header": header, "labour": labour, "margins": margins, "market": market, "mat": mat, "pay":
+                pay, "rows": rows, "takes": takes, "tiers": tiers, "what": what}

@@ -14,33 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "restaurant group": {"suppliers": ["FreshFarm", "CityWholesale", "GreenGrocer", "PortFoods", "ValleyMeat"],
-                         "item": "kg of produce", "who": "the purchasing manager of a restaurant group"},
-    "car parts maker": {"suppliers": ["SteelCo", "AlloyWorks", "MetalHub", "ForgeLine", "IronBridge"],
-                        "item": "tonnes of steel", "who": "the buyer at a car parts maker"},
-    "school district": {"suppliers": ["PaperPlus", "OfficeMart", "EduSupply", "PrintHouse", "DeskDepot"],
-                        "item": "boxes of paper", "who": "the procurement officer of a school district"},
-}
 
 
 @register
 class PiecewiseProcurement(Family):
     name = "piecewise_procurement"
-    problem_class = "MILP"
-    sectors = {"restaurant group": "retail", "car parts maker": "manufacturing",
-               "school district": "sports and education"}
-    techniques = ("piecewise_linear",)
-    template_styles = (("plain",), ("table",), ("story",), ("plain",))
-    reorder_keys = ("suppliers",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        suppliers = names(_DOMAINS[domain]["suppliers"], 1 + (difficulty + 1) // 2, "Supplier")
+        suppliers = names(self.vocab[domain]["suppliers"], 1 + (difficulty + 1) // 2, "Supplier")
         tiers = 2 + difficulty // 2
         breaks, prices = {}, {}
         for s in suppliers:
@@ -56,8 +40,8 @@ class PiecewiseProcurement(Family):
         return {**data, "demand": int(sum(data["breaks"][s][-1] for s in data["suppliers"]) + rng.integers(1, 30))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("piecewise_procurement")
-        suppliers = b.add_set("suppliers", data["suppliers"], "suppliers with tiered prices")
+        b = self.builder(data)
+        (suppliers,) = b.elements("suppliers")
         tiers = len(data["breaks"][suppliers[0]])
         b.add_set("tiers", [f"T{k + 1}" for k in range(tiers)], "price tiers (segments)")
         b.add_set("points", [f"P{k}" for k in range(tiers + 1)], "breakpoints, P0 = nothing bought")
@@ -89,38 +73,22 @@ class PiecewiseProcurement(Family):
         b.set_objective("minimize", cost_terms, description="total purchase cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        suppliers, item = data["suppliers"], v["item"]
-
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        suppliers = data["suppliers"]
+        item = v["item"]
         def tiers_of(s: str) -> str:
             lo, out = 0, []
             for hi, price in zip(data["breaks"][s], data["prices"][s], strict=True):
-                out.append(f"${n(price)} each from {n(lo)} up to {n(hi)}")
+                out.append(f"${number_text(price)} each from {number_text(lo)} up to {number_text(hi)}")
                 lo = hi
             return ", ".join(out)
-
         offers = "; ".join(f"{s} charges {tiers_of(s)}" for s in suppliers)
-        need = f"{n(data['demand'])} {item}"
+        need = f"{number_text(data['demand'])} {item}"
         limit = "No supplier can deliver beyond its last tier."
-        if template == 0:
-            return (f"A {domain} needs {need}. The suppliers {join(suppliers)} give volume discounts: the price of each "
-                    f"unit depends on the tier it falls in. {offers}. {limit} How much should be bought from each "
-                    "supplier to cover the need at least total cost?")
-        if template == 1:
-            rows = []
-            for s in suppliers:
-                lo = 0
-                for hi, price in zip(data["breaks"][s], data["prices"][s], strict=True):
-                    rows.append([s, lo, hi, price])
-                    lo = hi
-            return (f"Tiered prices for a {domain} (units beyond a tier's start are charged that tier's price).\n\n"
-                    f"{table(['Supplier', 'From', 'Up to', 'Price ($/unit)'], rows)}\n\n"
-                    f"Buy at least {need} at least cost. {limit}")
-        if template == 2:
-            return (f"Budgets are tight, and {v['who']} must buy {need} this month. Each supplier has sent a "
-                    f"volume-discount offer. {offers}. {limit} Splitting the order between suppliers is allowed. "
-                    "What purchase plan is cheapest?")
-        return (f"Minimise the cost of buying {need} for a {domain} under incremental quantity discounts: {offers}. "
-                f"{limit}")
+        rows = []
+        for s in suppliers:
+            lo = 0
+            for hi, price in zip(data["breaks"][s], data["prices"][s], strict=True):
+                rows.append([s, lo, hi, price])
+                lo = hi
+        return {"limit": limit, "need": need, "offers": offers, "rows": rows}

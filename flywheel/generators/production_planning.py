@@ -12,35 +12,17 @@ import numpy as np
 
 from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
 
 # Per domain: what is made, what limits it, the unit of the resource, and a few product / resource names.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "furniture workshop": {
-        "item": "piece of furniture", "items": ["Chairs", "Tables", "Desks", "Shelves", "Cabinets", "Stools"],
-        "resources": ["Carpentry", "Finishing", "Packaging", "Assembly"], "unit": "hours",
-    },
-    "chemical plant": {
-        "item": "batch", "items": ["Solvent", "Resin", "Coating", "Adhesive", "Cleaner", "Sealant"],
-        "resources": ["Reactor", "Distillation", "Mixing", "QualityLab"], "unit": "hours",
-    },
-    "bakery": {
-        "item": "tray", "items": ["Bread", "Croissants", "Muffins", "Cakes", "Cookies", "Bagels"],
-        "resources": ["Flour", "Butter", "OvenTime", "Labour"], "unit": "units",
-    },
-}
 
 
 @register
 class ProductionPlanning(Family):
     name = "production_planning"
-    problem_class = "LP"
-    sectors = {"furniture workshop": "manufacturing", "chemical plant": "manufacturing", "bakery": "retail"}
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         n_prod = min(2 + difficulty, len(vocab["items"]))
         n_res = min(1 + (difficulty + 1) // 2, len(vocab["resources"]))
         products = list(vocab["items"][:n_prod])
@@ -60,13 +42,8 @@ class ProductionPlanning(Family):
         return {**data, "min_output": {first: int(most + rng.integers(1, 10))}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("production_planning")
-        products = b.add_set("products", data["products"], "products that can be made")
-        b.add_set("resources", data["resources"], "limited resources")
-        b.add_param("profit", data["profit"], ("products",), "$ per unit", "profit of one unit")
-        b.add_param("usage", data["usage"], ("resources", "products"), "per unit", "resource used by one unit")
-        b.add_param("capacity", data["capacity"], ("resources",), "", "resource available")
-        b.add_param("min_output", data["min_output"], ("products",), "units", "minimum output required")
+        b = self.builder(data)
+        (products,) = b.elements("products")
         make = b.add_vars("make", ("products",), description="units of each product to make", unit="units")
         b.add_constrs("capacity", ("resources",), "resource use cannot exceed what is available",
                       lambda r: ([(make[(p,)], data["usage"][r][p]) for p in products], "<=", data["capacity"][r]))
@@ -77,32 +54,19 @@ class ProductionPlanning(Family):
                         description="total profit")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        unit = _DOMAINS[domain]["unit"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         products, resources = data["products"], data["resources"]
+        unit = self.vocab[domain]["unit"]
         profit = listing(data["profit"], products, "{k} ${v}")
         usage = "; ".join(
-            f"each unit of {p} needs " + ", ".join(f"{n(data['usage'][r][p])} {unit} of {r}" for r in resources)
+            f"each unit of {p} needs "
+            + ", ".join(f"{number_text(data['usage'][r][p])} {unit} of {r}" for r in resources)
             for p in products
         )
         capacity = listing(data["capacity"], resources, "{v} {unit} of {k}", unit=unit)
-        (first, q), = data["min_output"].items()
-        if template == 0:
-            return (f"A {domain} makes {', '.join(products)}. The profit per unit is: {profit}. Production uses "
-                    f"limited resources: {usage}. Available this week: {capacity}. At least {n(q)} units of "
-                    f"{first} must be made. How many units of each product should be made to maximise total "
-                    "profit? Fractional units are allowed.")
-        if template == 1:
-            return (f"You manage a {domain}. Resources available: {capacity}. Requirements per unit: {usage}. "
-                    f"Unit profits: {profit}. A contract requires at least {n(q)} units of {first}. "
-                    "Find the continuous production plan that maximises profit.")
-        if template == 2:
-            # A Markdown table needs its separator row: the shared helper writes it (it was missing here).
-            grid = table(["Product", "Profit ($/unit)"] + [f"{r} ({unit}/unit)" for r in resources],
-                         [[p, data["profit"][p]] + [data["usage"][r][p] for r in resources] for p in products])
-            return (f"Plan production at a {domain}.\n\n{grid}\n\nCapacity: {capacity}. "
-                    f"Minimum output: {n(q)} units of {first}. Maximise total profit (fractional quantities allowed).")
-        return (f"What production mix maximises profit for a {domain}? The products are {', '.join(products)} "
-                f"earning {profit} per unit respectively. {usage[0].upper() + usage[1:]}. The limits are {capacity}, "
-                f"and no fewer than {n(q)} units of {first} may be produced. Quantities may be fractional.")
+        ((first, q),) = data["min_output"].items()
+        grid = table(
+            ["Product", "Profit ($/unit)"] + [f"{r} ({unit}/unit)" for r in resources],
+            [[p, data["profit"][p]] + [data["usage"][r][p] for r in resources] for p in products],
+        )
+        return {"capacity": capacity, "first": first, "grid": grid, "profit": profit, "q": q, "usage": usage}

@@ -17,32 +17,15 @@ import numpy as np
 
 from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, exceed, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "appliance plant": {"period": "Month", "item": "washing machines", "who": "the production planner of an "
-                        "appliance plant", "swing": "overtime and hiring"},
-    "dairy": {"period": "Week", "item": "cheese wheels", "who": "the manager of a dairy cooperative",
-              "swing": "retuning the vats and changing milk intake"},
-    "bakery": {"period": "Day", "item": "loaves", "who": "the head baker of a bakery chain",
-               "swing": "calling in or sending home bakers"},
-}
 
 
 @register
 class ProductionSmoothing(Family):
     name = "production_smoothing"
-    version = "1"
-    problem_class = "QP"
-    domains = tuple(_DOMAINS)
-    sectors = {"appliance plant": "manufacturing", "dairy": "agriculture", "bakery": "retail"}
-    techniques = ("quadratic_objective", "multi_period_balance")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ()  # periods are in time order
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        periods = [f"{_DOMAINS[domain]['period']}{t}" for t in range(1, 5 + 2 * difficulty)]
+        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 5 + 2 * difficulty)]
         demand = {t: int(rng.integers(40, 200)) for t in periods}
         return {"periods": periods, "demand": demand,
                 "capacity": max(demand.values()) + int(rng.integers(0, 60)),
@@ -56,15 +39,8 @@ class ProductionSmoothing(Family):
         return exceed(data, "demand", periods[-1], most, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("production_smoothing")
-        periods = b.add_set("periods", data["periods"], "planning periods in time order")
-        b.add_param("demand", data["demand"], ("periods",), "units", "demand of a period")
-        b.add_param("capacity", data["capacity"], (), "units", "most output in a period")
-        b.add_param("opening", data["opening"], (), "units", "stock before the first period")
-        b.add_param("last_level", data["last_level"], (), "units", "output in the period before the plan")
-        b.add_param("unit_cost", data["unit_cost"], (), "money per unit", "cost of making a unit")
-        b.add_param("holding_pct", data["holding_pct"], (), "percent", "holding cost per period, share of unit cost")
-        b.add_param("change_weight", data["change_weight"], (), "money per unit squared", "penalty on output change")
+        b = self.builder(data)
+        (periods,) = b.elements("periods")
         make = b.add_vars("make", ("periods",), ub=data["capacity"], description="output of a period")
         stock = b.add_vars("stock", ("periods",), description="stock at the end of a period")
         change = b.add_vars("change", ("periods",), lb=None, description="output change from the period before")
@@ -84,27 +60,21 @@ class ProductionSmoothing(Family):
                         description="production, holding and smoothing cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, periods, item, per = number_text, data["periods"], v["item"], v["period"].lower()
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        periods = data["periods"]
+        n, item, per = number_text, v["item"], v["period"].lower()
         dem = listing(data["demand"], periods)
-        costs = (f"Each of the {item} costs ${n(data['unit_cost'])} to make, and holding one in stock costs "
-                 f"{n(data['holding_pct'])}% of that per {per} (on the stock left at the end of the {per}).")
-        swing = (f"Changing output from one {per} to the next ({v['swing']}) costs ${n(data['change_weight'])} times "
-                 f"the square of the change; last {per}'s output was {n(data['last_level'])}.")
-        frame = (f"At most {n(data['capacity'])} can be made per {per}; the opening stock is {n(data['opening'])} and "
-                 "demand must be met on time from output and stock.")
-        if template == 0:
-            return (f"Plan the output of {item} for the coming {len(periods)} {per}s. Demand: {dem}. {frame} {costs} "
-                    f"{swing} Minimise total cost; fractional quantities are acceptable.")
-        if template == 1:
-            body = table([v["period"], f"Demand ({item})"], [[t, data["demand"][t]] for t in periods])
-            return (f"Smooth production plan for {v['who']}.\n\n{body}\n\n{frame} {costs} {swing} Find the "
-                    "cheapest plan (quantities may be fractional).")
-        if template == 2:
-            return (f"{v['who'].capitalize()} is tired of output jumping around. {swing} {costs} The forecast "
-                    f"demand is {dem}. {frame} What output per {per} keeps making, holding and change costs as "
-                    "low as possible? Treat amounts as continuous.")
-        return (f"Quadratic production smoothing ({domain}): minimise unit cost plus holding cost plus "
-                f"{n(data['change_weight'])} * (output change)^2 summed over the {per}s. Demand per {per}: {dem}. "
-                f"{frame} {costs} Previous output level: {n(data['last_level'])}. Continuous quantities.")
+        costs = (
+            f"Each of the {item} costs ${n(data['unit_cost'])} to make, and holding one in stock costs "
+            f"{n(data['holding_pct'])}% of that per {per} (on the stock left at the end of the {per})."
+        )
+        swing = (
+            f"Changing output from one {per} to the next ({v['swing']}) costs ${n(data['change_weight'])} times "
+            f"the square of the change; last {per}'s output was {n(data['last_level'])}."
+        )
+        frame = (
+            f"At most {n(data['capacity'])} can be made per {per}; the opening stock is {n(data['opening'])} and "
+            "demand must be met on time from output and stock."
+        )
+        body = table([v["period"], f"Demand ({item})"], [[t, data["demand"][t]] for t in periods])
+        return {"body": body, "costs": costs, "dem": dem, "frame": frame, "item": item, "n": n, "per": per, "swing": swing}

@@ -15,28 +15,9 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import join, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "road construction": {
-        "acts": ["Survey", "Permits", "Clearing", "Drainage", "Grading", "Kerbs", "Base", "Asphalt", "Lighting",
-                 "Signage", "Markings", "Landscaping", "Inspection", "Handover"],
-        "who": "the council's works department", "goal": "reopen the road",
-    },
-    "network roll-out": {
-        "acts": ["Design", "Licences", "Trenching", "Ducting", "Cabling", "Splicing", "Cabinets", "Power",
-                 "Testing", "Routers", "Billing", "Provisioning", "Trials", "Launch"],
-        "who": "the operator's roll-out team", "goal": "switch on the new fibre area",
-    },
-    "event preparation": {
-        "acts": ["Booking", "Sponsors", "Venue", "Seating", "Tickets", "Stage", "Sound", "Catering", "Volunteers",
-                 "Security", "Rehearsal", "Signposts", "Media", "Opening"],
-        "who": "the tournament's organising committee", "goal": "open the championship",
-    },
-}
 
 
 def _longest(acts: list[str], pred: dict[str, list[str]], dur: dict[str, int]) -> int:
@@ -50,17 +31,9 @@ def _longest(acts: list[str], pred: dict[str, list[str]], dur: dict[str, int]) -
 @register
 class ProjectCrashing(Family):
     name = "project_crashing"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"road construction": "public services", "network roll-out": "telecom",
-               "event preparation": "sports and education"}
-    techniques = ("precedence_disjunctive",)
-    template_styles = (("units",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("activities",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        acts = names(_DOMAINS[domain]["acts"], 4 + 2 * difficulty, "Task")
+        acts = names(self.vocab[domain]["acts"], 4 + 2 * difficulty, "Task")
         normal = {a: int(rng.integers(3, 16)) for a in acts}
         crash = {a: max(1, normal[a] - int(rng.integers(0, normal[a] // 2 + 1))) for a in acts}
         pred = {a: sorted({acts[int(rng.integers(k))] for _ in range(int(rng.integers(1, 3)))}) if k else []
@@ -75,8 +48,8 @@ class ProjectCrashing(Family):
         return {**data, "deadline": floor - int(rng.integers(1, 4))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("project_crashing")
-        acts = b.add_set("activities", data["activities"], "project activities")
+        b = self.builder(data)
+        (acts,) = b.elements("activities")
         links = [(p, a) for a in acts for p in data["pred"][a]]
         b.add_set("links", [f"{p}__{a}" for p, a in links], "precedences Before__After")
         for name, unit, text in (("normal", "days", "duration without crashing"),
@@ -100,28 +73,16 @@ class ProjectCrashing(Family):
                         description="crashing cost (thousand $)")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        acts, pred = data["activities"], data["pred"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        pred = data["pred"]
+        acts = data["activities"]
         deps = "; ".join(f"{a} needs {join(pred[a])} finished" for a in acts if pred[a])
-        durs = "; ".join(f"{a} {n(data['normal'][a])} days (at best {n(data['crash'][a])})" for a in acts)
+        durs = "; ".join(
+            f"{a} {number_text(data['normal'][a])} days (at best {number_text(data['crash'][a])})" for a in acts
+        )
         price = ", ".join(f"{a} ${thousands(data['cost'][a] * 1000)}" for a in acts)
-        goal = f"{v['who'].capitalize()} must {v['goal']} within {n(data['deadline'])} days of the start."
-        if template == 0:
-            return (f"{goal} Activities and their normal durations, with the shortest possible in brackets: {durs}. "
-                    f"Precedences: {deps}. Shortening an activity costs, per day saved: {price}; any fraction of a "
-                    "day may be saved. What is the cheapest way to meet the deadline (in thousand dollars)?")
-        if template == 1:
-            rows = [[a, data["normal"][a], data["crash"][a], data["cost"][a], ", ".join(pred[a]) or "-"]
-                    for a in acts]
-            head = ["Activity", "Normal (days)", "Crash (days)", "Cost per day saved ($k)", "Predecessors"]
-            return (f"Project crashing for {domain}.\n\n{table(head, rows)}\n\n{goal} Durations may be shortened "
-                    "continuously down to the crash duration. Minimise the total crashing cost.")
-        if template == 2:
-            return (f"The plan for {domain} has slipped. {goal} The activities take {durs}, and {deps}. Extra crews "
-                    f"and overtime shorten an activity at {price} per day saved. Which activities should be sped "
-                    "up, and by how much, to finish on time at the least cost?")
-        return (f"Minimise the cost of meeting a {n(data['deadline'])}-day deadline. Durations: {durs}. Order: "
-                f"{deps}. Cost per day saved (thousand $): "
-                + ", ".join(f"{a} {n(data['cost'][a])}" for a in acts) + ". Fractional days are allowed.")
+        goal = f"{v['who'].capitalize()} must {v['goal']} within {number_text(data['deadline'])} days of the start."
+        rows = [[a, data["normal"][a], data["crash"][a], data["cost"][a], ", ".join(pred[a]) or "-"] for a in acts]
+        head = ["Activity", "Normal (days)", "Crash (days)", "Cost per day saved ($k)", "Predecessors"]
+        t3_part0 = ", ".join(f"{a} {number_text(data['cost'][a])}" for a in acts)
+        return {"t3_part0": t3_part0, "deps": deps, "durs": durs, "goal": goal, "head": head, "price": price, "rows": rows}

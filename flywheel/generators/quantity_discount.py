@@ -19,22 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "supermarket bulk foods": {"items": ["Coffee", "Rice", "Flour", "Sugar", "Oats", "Lentils", "Almonds"],
-                               "unit": "kg", "one": "kg", "who": "a supermarket's bulk-foods buyer",
-                               "room": "back-room stockroom"},
-    "cable assembly plant": {"items": ["CopperWire", "CoaxCable", "Tubing", "Tape", "Foil", "Braid", "Sleeving"],
-                             "unit": "metres", "one": "metre", "who": "the materials planner of a cable plant",
-                             "room": "component store"},
-    "hospital pharmacy": {"items": ["Disinfectant", "Saline", "HandGel", "Detergent", "Glucose", "Ethanol", "Iodine"],
-                          "unit": "litres", "one": "litre", "who": "a hospital's supply officer",
-                          "room": "central supply room"},
-}
 
 
 def _upper(data: dict[str, Any], item: str, k: int) -> float:
@@ -48,17 +35,9 @@ def _upper(data: dict[str, Any], item: str, k: int) -> float:
 @register
 class QuantityDiscount(Family):
     name = "quantity_discount"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"supermarket bulk foods": "retail", "cable assembly plant": "manufacturing",
-               "hospital pharmacy": "health care"}
-    techniques = ("piecewise_linear", "big_m_indicator")
-    template_styles = (("plain",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("items",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(_DOMAINS[domain]["items"], 1 + difficulty, "Item")
+        items = names(self.vocab[domain]["items"], 1 + difficulty, "Item")
         tiers = 2 + difficulty // 2
         demand = {i: int(rng.integers(20, 200)) * 10 for i in items}
         volume = {i: int(rng.integers(1, 10)) for i in items}  # litres of storage per unit
@@ -81,8 +60,8 @@ class QuantityDiscount(Family):
         return {**data, "capacity": max(0, math.ceil(need) - int(rng.integers(1, 4)))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("quantity_discount")
-        items = b.add_set("items", data["items"], "items to buy")
+        b = self.builder(data)
+        (items,) = b.elements("items")
         tiers = [f"T{k + 1}" for k in range(len(data["price"][items[0]]))]
         b.add_set("tiers", tiers, "price tiers, cheapest last")
         b.add_param("demand", data["demand"], ("items",), "units", "quantity of an item needed")
@@ -113,36 +92,31 @@ class QuantityDiscount(Family):
                         description="total purchase cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        items, unit, one = data["items"], v["unit"], v["one"]
-
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        items = data["items"]
+        unit, one = v["unit"], v["one"]
         def offer(i: str) -> str:
-            return f"{i}: " + ", ".join(f"${n(p)} per {one} from {n(s)} {unit}"
-                                        for s, p in zip(data["start"][i], data["price"][i], strict=True))
-
+            return f"{i}: " + ", ".join(
+                (
+                    f"${number_text(p)} per {one} from {number_text(s)} {unit}"
+                    for s, p in zip(data["start"][i], data["price"][i], strict=True)
+                )
+            )
         offers = "; ".join(offer(i) for i in items)
-        rule = ("The discount is all-units: once an order reaches a threshold, every unit in it is charged that "
-                "tier's price.")
+        rule = "The discount is all-units: once an order reaches a threshold, every unit in it is charged that tier's price."
         needs = listing(data["demand"], items, "{v} " + unit + " of {k}")
         vols = listing(data["volume"], items, "{k} {v} litres per " + one)
-        room = f"The {v['room']} holds {n(data['capacity'])} cubic metres"
-        if template == 0:
-            return (f"{v['who'].capitalize()} must order at least {needs}. Price lists: {offers}. {rule} Storage "
-                    f"space taken: {vols}. {room}, and everything ordered must fit. How much of each item should be "
-                    "ordered (fractions are fine) to minimise the total cost?")
-        if template == 1:
-            rows = [[i, data["demand"][i], data["volume"][i], s, p] for i in items
-                    for s, p in zip(data["start"][i], data["price"][i], strict=True)]
-            header = ["Item", f"Demand ({unit})", f"Storage litres per {one}", f"Tier from ({unit})",
-                      f"Price ($ per {one})"]
-            return (f"All-units discount purchasing by {v['who']}.\n\n{table(header, rows)}\n\n"
-                    f"{rule} {room}. Minimise the total cost while covering every demand; any amount may be ordered.")
-        if template == 2:
-            return (f"Suppliers have sent new price lists and {v['who']} wants to use the volume breaks without "
-                    f"overflowing the {v['room']}, which has {n(data['capacity'])} cubic metres of room (one cubic "
-                    f"metre is 1000 litres). Storage needs are {vols}. This period calls for {needs}. The offers "
-                    f"are: {offers}. {rule} Buying more than needed is allowed. What order is cheapest?")
-        return (f"Minimise the purchase cost of {domain} under all-units quantity discounts. Needs: {needs}. "
-                f"Offers: {offers}. {rule} Storage: {vols}; {room}. Quantities are continuous.")
+        room = f"The {v['room']} holds {number_text(data['capacity'])} cubic metres"
+        rows = [
+            [i, data["demand"][i], data["volume"][i], s, p]
+            for i in items
+            for s, p in zip(data["start"][i], data["price"][i], strict=True)
+        ]
+        header = [
+            "Item",
+            f"Demand ({unit})",
+            f"Storage litres per {one}",
+            f"Tier from ({unit})",
+            f"Price ($ per {one})",
+        ]
+        return {"header": header, "needs": needs, "offers": offers, "room": room, "rows": rows, "rule": rule, "vols": vols}

@@ -15,51 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "school district": {
-        "areas": ["Millbrook", "Ashgrove", "Fairview", "Elmwood", "Kingsmead", "Lowfield", "Northcote", "Oakdene",
-                  "Parkside", "Queensway", "Rosehill", "Southgate", "Thornbury", "Upton", "Valemount", "Westcliff",
-                  "Yewtree", "Brambles", "Cedars"],
-        "sites": ["Lincoln", "Hawthorn", "StMarys", "Riverside", "Greenhill"],
-        "site": "school", "people": "pupils", "who": "the district's admissions office",
-    },
-    "youth football hubs": {
-        "areas": ["Dockside", "Hilltop", "Meadows", "Canalside", "Brickfields", "Orchard", "Foxley", "Beacon",
-                  "Chapelgate", "Linden", "Marsh", "Netherby", "Oldfield", "Pinewood", "Quarryside", "Redhouse",
-                  "Stonebridge", "Tannery", "Underhill"],
-        "sites": ["EastPitch", "WestPitch", "Arena", "Colts", "Academy"],
-        "site": "training hub", "people": "junior players", "who": "the county football association",
-    },
-    "clinic catchments": {
-        "areas": ["Abbeyfield", "Barnsdale", "Claremont", "Dunmore", "Eastleigh", "Farnley", "Glenside", "Holbeck",
-                  "Ingleby", "Jesmond", "Kirkdale", "Longford", "Moorside", "Newlands", "Ormsby", "Priory",
-                  "Roundhay", "Saltwell", "Tinsley"],
-        "sites": ["ParkClinic", "HarbourGP", "CentralCare", "HillMedical", "ValeHealth"],
-        "site": "clinic", "people": "registered patients", "who": "the health board's planning lead",
-    },
-}
 
 
 @register
 class SchoolDistricting(Family):
     name = "school_districting"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"school district": "public services", "youth football hubs": "sports and education",
-               "clinic catchments": "health care"}
-    techniques = ("set_partitioning_covering", "ratio_percentage")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"),
-                       ("units", "implied_integrality"))
-    reorder_keys = ("areas",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         areas = names(v["areas"], 4 + 3 * difficulty, "Area")
         sites = names(v["sites"], 2 + (difficulty + 1) // 2, "Site")
         students = {a: 10 * int(rng.integers(4, 40)) for a in areas}
@@ -79,10 +45,8 @@ class SchoolDistricting(Family):
         return exceed(data, "students", a, room - others, 10 * rng.integers(1, 5))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("school_districting")
-        areas = b.add_set("areas", data["areas"], "neighbourhoods to assign")
-        sites = b.add_set("sites", data["sites"], "schools (sites) with a capacity")
-        b.add_param("students", data["students"], ("areas",), "students", "students living in a neighbourhood")
+        b = self.builder(data)
+        areas, sites = b.elements("areas", "sites")
         b.add_param("distance", {(a, s): data["distance"][a][s] for a in areas for s in sites}, ("areas", "sites"),
                     "km", "distance from a neighbourhood to a site")
         b.add_param("capacity", data["capacity"], ("sites",), "students", "capacity of a site")
@@ -102,29 +66,14 @@ class SchoolDistricting(Family):
                                      for a in areas for s in sites], description="student-kilometres")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        areas, sites, site, people = data["areas"], data["sites"], v["site"], v["people"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        areas, sites = data["areas"], data["sites"]
+        site, people = v["site"], v["people"]
         counts = listing(data["students"], areas)
         caps = listing(data["capacity"], sites)
         dist = "; ".join(f"{a}: " + listing(data["distance"][a], sites, "{v} km to {k}") for a in areas)
-        band = (f"Each {site} must be filled to between {n(data['low_pct'])}% and {n(data['high_pct'])}% of its "
-                "capacity.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} is redrawing catchments: each of {join(areas)} goes to one {site} "
-                    f"({join(sites)}), never split. {people.capitalize()} per neighbourhood: {counts}. Capacities: "
-                    f"{caps}. {band} Distances: {dist}. Minimise the total distance travelled by all {people}.")
-        if template == 1:
-            rows = [[a, data["students"][a]] + [data["distance"][a][s] for s in sites] for a in areas]
-            header = ["Neighbourhood", people.capitalize()] + [f"km to {s}" for s in sites]
-            return (f"Catchment plan.\n\n{table(header, rows)}\n\n{site.capitalize()} capacities: {caps}. {band} "
-                    "Every neighbourhood is assigned entirely to exactly one site (a yes/no decision). Minimise "
-                    f"{people} times kilometres.")
-        if template == 2:
-            return (f"Parents have complained about long journeys, so {v['who']} wants catchments that keep travel "
-                    f"short. The {site}s are {join(sites)} with room for {caps}. {band} The neighbourhoods have "
-                    f"{counts} {people}, and the distances are {dist}. No neighbourhood may be split. Which "
-                    f"{site} should each neighbourhood be assigned to?")
-        return (f"Assign neighbourhoods to {site}s, minimising {people}-kilometres. {people.capitalize()}: {counts}. "
-                f"{band} Capacities: {caps}. Distances: {dist}. Each neighbourhood belongs to one {site}.")
+        band = f"Each {site} must be filled to between {number_text(data['low_pct'])}% and {number_text(data['high_pct'])}% of its capacity."
+        rows = [[a, data["students"][a]] + [data["distance"][a][s] for s in sites] for a in areas]
+        header = ["Neighbourhood", people.capitalize()] + [f"km to {s}" for s in sites]
+        return {"band": band, "caps": caps, "counts": counts, "dist": dist, "header": header, "people": people, "rows": rows,
+                "site": site}

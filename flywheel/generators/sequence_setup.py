@@ -17,44 +17,17 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators import _routing as rt
-from flywheel.generators._text import join, money, names
+from flywheel.generators._text import money, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
-from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "paint line": {
-        "clean": "Purge", "job": "colour batch", "machine": "spray line", "why": "the lighter paint goes first",
-        "jobs": ["White", "Yellow", "Orange", "Red", "Green", "Blue", "Grey", "Black", "Violet", "Brown"],
-        "state": "a freshly purged line", "money": "$",
-    },
-    "harvest equipment": {
-        "clean": "Shed", "job": "crop", "machine": "combine harvester", "why": "seed certification demands it",
-        "jobs": ["Wheat", "Barley", "Oats", "Rye", "Canola", "Peas", "Beans", "Flax", "Soy", "Maize"],
-        "state": "the cleaned machine in its shed", "money": "EUR",
-    },
-    "print shop": {
-        "clean": "Idle", "job": "print run", "machine": "offset press", "why": "the customer collects it first",
-        "jobs": ["Flyers", "Menus", "Posters", "Tickets", "Labels", "Calendars", "Brochures", "Cards", "Maps",
-                 "Stickers"],
-        "state": "a washed-up press", "money": "$",
-    },
-}
+from solvers.ir import Model
 
 
 @register
 class SequenceSetup(Family):
     name = "sequence_setup"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"paint line": "manufacturing", "harvest equipment": "agriculture", "print shop": "retail"}
-    techniques = ("subtour_elimination", "precedence_disjunctive")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         jobs = names(v["jobs"], 3 + difficulty, "Job")
         states = [v["clean"], *jobs]
         change = {a: {c: int(rng.integers(4, 40)) * 5 for c in states if c != a} for a in states}  # minutes
@@ -73,7 +46,7 @@ class SequenceSetup(Family):
         return {**data, "before": [*data["before"], [second, first]]}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("sequence_setup")
+        b = self.builder(data)
         states = b.add_set("places", [data["clean"], *data["jobs"]], "the clean state (first) and the jobs")
         jobs = b.add_set("jobs", data["jobs"], "jobs, each run once")
         x = rt.legs(b, states, data["change"], "change", "minutes", "changeover time from one job to the next")
@@ -90,25 +63,15 @@ class SequenceSetup(Family):
                         description="cost of the changeover time (minutes x rate per hour / 60)")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        clean, jobs, job, change = data["clean"], data["jobs"], v["job"], data["change"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        change, clean, jobs = data["change"], data["clean"], data["jobs"]
+        job = v["job"]
         states = [clean, *jobs]
         rate = f"{money(data['rate'], v['money'])} per hour"
         changes = rt.pairs_text(states, change, "{a} to {c} {v}", symmetric=False)
         rules = " ".join(f"{a} must run before {c} ({v['why']})." for a, c in data["before"])
-        frame = (f"The {v['machine']} starts from {v['state']} ({clean}) and must end there again, running each "
-                 f"{job} once. {rules} Changeover time costs {rate}.")
-        if template == 0:
-            return (f"Sequence the {job}s {join(jobs)} on a {v['machine']}. {frame} Changeover minutes depend on the "
-                    f"order (from, to): {changes}. Find the sequence of least changeover cost.")
-        if template == 1:
-            return (f"Changeover times in minutes (row = current {job}, column = next {job}):\n\n"
-                    f"{rt.grid(states, change)}\n\n{frame} Minimise the total changeover cost.")
-        if template == 2:
-            return (f"Next week the {domain} has {len(jobs)} {job}s to run: {join(jobs)}. Switching between them "
-                    f"takes time that depends on which comes first: {changes} (minutes). {frame} The supervisor "
-                    f"wants the cheapest order. What should it be?")
-        return (f"In which order should the {v['machine']} run {join(jobs)} to keep the changeover cost down? "
-                f"Minutes from one {job} to the next: {changes}. {frame} Total hours of changeover are priced at "
-                f"{number_text(data['rate'])} {v['money']} each.")
+        frame = (
+            f"The {v['machine']} starts from {v['state']} ({clean}) and must end there again, running each "
+            f"{job} once. {rules} Changeover time costs {rate}."
+        )
+        return {"changes": changes, "frame": frame, "job": job, "states": states}

@@ -18,43 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "grocery aisle": {"categories": {"Snacks": ["Crisps", "Pretzels", "Popcorn", "Nuts"],
-                                     "Drinks": ["Cola", "Juice", "Water", "IcedTea"],
-                                     "Cereal": ["Muesli", "Flakes", "Granola", "Porridge"],
-                                     "Sweets": ["Toffee", "Gummies", "Mints", "Chocolate"]},
-                      "who": "a supermarket's category manager", "thing": "brand"},
-    "pharmacy": {"categories": {"ColdCare": ["Lozenges", "NasalSpray", "CoughSyrup", "Decongestant"],
-                                "Vitamins": ["VitaminC", "VitaminD", "Multivit", "Zinc"],
-                                "SkinCare": ["Sunscreen", "Moisturiser", "LipBalm", "Ointment"],
-                                "FirstAid": ["Plasters", "Bandages", "Antiseptic", "ColdPacks"]},
-                 "who": "the pharmacist running a high-street pharmacy", "thing": "remedy"},
-    "bookshop": {"categories": {"Fiction": ["Thrillers", "Romance", "SciFi", "Classics"],
-                                "Travel": ["Guides", "Maps", "Phrasebooks", "Atlases"],
-                                "Children": ["Picture", "Puzzle", "Activity", "FirstReaders"],
-                                "Study": ["Dictionaries", "Revision", "Grammar", "Textbooks"]},
-                 "who": "the manager of a campus bookshop", "thing": "title line"},
-}
 
 
 @register
 class ShelfSpace(Family):
     name = "shelf_space"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"grocery aisle": "retail", "pharmacy": "health care", "bookshop": "sports and education"}
-    techniques = ("ratio_percentage",)
-    template_styles = (("units", "implied_integrality"), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ("products",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        pools = _DOMAINS[domain]["categories"]
+        pools = self.vocab[domain]["categories"]
         categories = list(pools)[:2 + (difficulty >= 3) + (difficulty >= 5)]
         members = {c: names(pools[c], 1 + (difficulty + 1) // 2, c) for c in categories}
         products = [p for c in categories for p in members[c]]
@@ -76,16 +50,8 @@ class ShelfSpace(Family):
         return {**data, "share_low": {**data["share_low"], c: 100 - others + int(rng.integers(1, 6))}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("shelf_space")
-        products = b.add_set("products", data["products"], "products competing for facings")
-        categories = b.add_set("categories", data["categories"], "product categories with share bands")
-        b.add_param("width", data["width"], ("products",), "cm", "width of one facing")
-        b.add_param("low", data["low"], ("products",), "facings", "fewest facings of a product")
-        b.add_param("high", data["high"], ("products",), "facings", "most facings of a product")
-        b.add_param("profit", data["profit"], ("products",), "dollars per week", "weekly profit of one facing")
-        b.add_param("shelf", data["shelf"], (), "metres", "shelf length")
-        b.add_param("share_low", data["share_low"], ("categories",), "percent", "least share of occupied space")
-        b.add_param("share_high", data["share_high"], ("categories",), "percent", "most share of occupied space")
+        b = self.builder(data)
+        products, categories = b.elements("products", "categories")
         n = b.add_vars("facings", ("products",), VarType.INTEGER, description="facings of a product")
         w = data["width"]
         b.con_group("shelf", (), "occupied width (cm) within the shelf (metres x 100)")
@@ -107,33 +73,21 @@ class ShelfSpace(Family):
                         description="weekly profit of the facings")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        num = number_text
-        v, d = _DOMAINS[domain], data
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        v, d = self.vocab[domain], data
         products = d["products"]
         groups = "; ".join(f"{c}: {join([p for p in products if p in d['members'][c]])}" for c in d["categories"])
-        bands = ", ".join(f"{c} between {num(d['share_low'][c])}% and {num(d['share_high'][c])}%"
-                          for c in d["categories"])
+        bands = ", ".join(
+            f"{c} between {number_text(d['share_low'][c])}% and {number_text(d['share_high'][c])}%"
+            for c in d["categories"]
+        )
         shares = f"Each category's share of the occupied shelf width must lie in its band: {bands}."
         widths = listing(d["width"], products, "{k} {v} cm")
-        bounds = ", ".join(f"{p} {num(d['low'][p])} to {num(d['high'][p])}" for p in products)
+        bounds = ", ".join(f"{p} {number_text(d['low'][p])} to {number_text(d['high'][p])}" for p in products)
         profits = listing(d["profit"], products, "{k} ${v}")
-        shelf = f"The shelf is {num(d['shelf'])} metres long"
-        if template == 0:
-            return (f"{v['who'].capitalize()} assigns facings on a {domain} shelf. Categories: {groups}. Facing "
-                    f"widths: {widths}. Facings allowed per {v['thing']}: {bounds}. Weekly profit per facing: "
-                    f"{profits}. {shelf}. {shares} How many facings should each {v['thing']} get to maximise the "
-                    "weekly profit?")
-        if template == 1:
-            cat = {p: c for c in d["categories"] for p in d["members"][c]}
-            rows = [[p, cat[p], d["width"][p], d["low"][p], d["high"][p], d["profit"][p]] for p in products]
-            header = ["Product", "Category", "Width (cm)", "Min facings", "Max facings", "Profit ($/facing/week)"]
-            return (f"Shelf plan for a {domain}.\n\n{table(header, rows)}\n\n{shelf}. {shares} Facings are whole "
-                    "numbers. Maximise weekly profit.")
-        if template == 2:
-            return (f"A refit of the {domain} is coming and {v['who']} must redo the planogram. {shelf}, and facings "
-                    f"are measured in centimetres: {widths}. The categories are {groups}. Every {v['thing']} keeps "
-                    f"between its minimum and maximum number of facings ({bounds}), and each facing earns {profits} "
-                    f"a week. {shares} What allocation earns the most?")
-        return (f"Maximise the weekly profit of a {domain} shelf. {shelf}. Widths: {widths}. Facing bounds: "
-                f"{bounds}. Profit per facing: {profits}. Categories: {groups}. {shares} Facings are integers.")
+        shelf = f"The shelf is {number_text(d['shelf'])} metres long"
+        cat = {p: c for c in d["categories"] for p in d["members"][c]}
+        rows = [[p, cat[p], d["width"][p], d["low"][p], d["high"][p], d["profit"][p]] for p in products]
+        header = ["Product", "Category", "Width (cm)", "Min facings", "Max facings", "Profit ($/facing/week)"]
+        return {"bounds": bounds, "groups": groups, "header": header, "profits": profits, "rows": rows, "shares": shares,
+                "shelf": shelf, "v": v, "widths": widths}

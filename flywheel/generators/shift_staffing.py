@@ -14,14 +14,8 @@ import numpy as np
 
 from flywheel.generators._text import money, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "call centre": {"staff": "agents", "money": "$", "place": "a 24-hour customer call centre"},
-    "hospital emergency department": {"staff": "nurses", "money": "$", "place": "a hospital emergency department"},
-    "city police": {"staff": "officers", "money": "EUR", "place": "a city police patrol unit"},
-}
 # difficulty -> (hours per period, shift types used); shift types are (name, hours), all multiples of the period.
 _LEVELS = {1: (4, 1), 2: (4, 2), 3: (2, 2), 4: (2, 3), 5: (1, 3)}
 _SHIFTS = (("Full", 8), ("Half", 4), ("Long", 12))
@@ -30,11 +24,6 @@ _SHIFTS = (("Full", 8), ("Half", 4), ("Long", 12))
 @register
 class ShiftStaffing(Family):
     name = "shift_staffing"
-    problem_class = "IP"
-    sectors = {"call centre": "telecom", "hospital emergency department": "health care", "city police": "public services"}
-    techniques = ("set_partitioning_covering",)
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
-    reorder_keys = ("shifts",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         period_hours, n_types = _LEVELS[difficulty]
@@ -56,14 +45,8 @@ class ShiftStaffing(Family):
         return {**data, "max_staff": max(data["demand"].values()) - 1}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("shift_staffing")
-        periods = b.add_set("periods", data["periods"], "periods of the cyclic day, named by start hour")
-        shifts = b.add_set("shifts", data["shifts"], "shift types")
-        b.add_param("period_hours", data["period_hours"], (), "hours", "length of one period")
-        b.add_param("length", data["length"], ("shifts",), "hours", "length of a shift")
-        b.add_param("demand", data["demand"], ("periods",), "staff", "staff needed on duty in a period")
-        b.add_param("cost", data["cost"], ("shifts",), "money per person", "pay for one shift")
-        b.add_param("max_staff", data["max_staff"], (), "staff", "headcount available for the day")
+        b = self.builder(data)
+        periods, shifts = b.elements("periods", "shifts")
         start = b.add_vars("start", ("shifts", "periods"), VarType.INTEGER,
                            description="staff starting a shift type at a period", unit="staff")
         n = len(periods)
@@ -78,34 +61,23 @@ class ShiftStaffing(Family):
                         description="total wage cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         staff, ph, cur = v["staff"], data["period_hours"], v["money"]
         hours = [int(p[1:]) for p in data["periods"]]
-        need = ", ".join(f"{n(data['demand'][p])} from {h:02d}:00" for h, p in zip(hours, data["periods"], strict=True))
-        kinds = "; ".join(f"a {s} shift lasts {n(data['length'][s])} consecutive hours and costs "
-                          f"{money(data['cost'][s], cur)} per person" for s in data["shifts"])
-        cap = n(data["max_staff"])
-        rule = (f"Shifts may start at the beginning of any {n(ph)}-hour period and may run past midnight into the "
-                "next day (the schedule repeats daily).")
-        if template == 0:
-            return (f"{v['place'].capitalize()} plans its daily roster. The day is split into {n(ph)}-hour periods; "
-                    f"the number of {staff} needed in the period starting at each time is: {need}. Shift types: "
-                    f"{kinds}. {rule} At most {cap} {staff} can be scheduled in total. How many {staff} should start "
-                    "each shift type at each period to minimise the wage bill?")
-        if template == 1:
-            return (f"Minimise daily staffing cost for {v['place']}. Minimum {staff} on duty per {n(ph)}-hour period "
-                    f"(by start time): {need}. {kinds[0].upper() + kinds[1:]}. {rule} The pool has {cap} {staff}; "
-                    "each works at most one shift. Head counts are whole numbers.")
-        if template == 2:
-            rows = [[f"{h:02d}:00", data["demand"][p]] for h, p in zip(hours, data["periods"], strict=True)]
-            shifts = table(["Shift", "Hours", f"Cost ({cur} per person)"],
-                           [[s, data["length"][s], data["cost"][s]] for s in data["shifts"]])
-            return (f"Staffing problem ({domain}). Periods are {n(ph)} hours long.\n\n"
-                    f"{table(['Period start', f'{staff.capitalize()} needed'], rows)}\n\n{shifts}\n\n{rule} "
-                    f"Total headcount cannot exceed {cap}. Choose integer numbers of {staff} per shift and start time "
-                    "at minimum cost.")
-        return (f"How many {staff} should begin work at each {n(ph)}-hour mark so that coverage never falls below "
-                f"demand ({need}) while spending as little as possible? {kinds[0].upper() + kinds[1:]}. {rule} "
-                f"No more than {cap} {staff} are available.")
+        need = ", ".join(
+            (f"{number_text(data['demand'][p])} from {h:02d}:00" for h, p in zip(hours, data["periods"], strict=True))
+        )
+        kinds = "; ".join(
+            f"a {s} shift lasts {number_text(data['length'][s])} consecutive hours and costs {money(data['cost'][s], cur)} per person"
+            for s in data["shifts"]
+        )
+        cap = number_text(data["max_staff"])
+        rule = f"Shifts may start at the beginning of any {number_text(ph)}-hour period and may run past midnight into the next day (the schedule repeats daily)."
+        rows = [[f"{h:02d}:00", data["demand"][p]] for h, p in zip(hours, data["periods"], strict=True)]
+        shifts = table(
+            ["Shift", "Hours", f"Cost ({cur} per person)"],
+            [[s, data["length"][s], data["cost"][s]] for s in data["shifts"]],
+        )
+        t2_part0 = table(["Period start", f"{staff.capitalize()} needed"], rows)
+        return {"t2_part0": t2_part0, "cap": cap, "kinds": kinds, "need": need, "ph": ph, "rule": rule, "shifts": shifts,
+                "staff": staff}

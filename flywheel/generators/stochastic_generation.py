@@ -16,42 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, exceed, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "island grid": {"units": ["Diesel1", "Diesel2", "GasTurbine", "Biogas", "Engine5", "Engine6", "Engine7"],
-                    "q": "MW", "per": "MWh", "scen": ["Calm", "Breezy", "Peak", "Storm", "Lull"], "free": "wind output", "short": "load shedding", "record": "days",
-                    "unit": "generator", "who": "the operator of an island power grid"},
-    "irrigation district": {"units": ["PumpNorth", "PumpSouth", "PumpRiver", "PumpWell", "PumpCanal", "PumpHill",
-                                      "PumpLake"],
-                            "q": "megalitres", "per": "megalitre",
-                            "scen": ["Dry", "Average", "Wet", "Drought", "Monsoon"], "free": "rainfall", "short": "crop water deficit",
-                            "record": "seasons", "unit": "pump station", "who": "an irrigation district manager"},
-    "contract manufacturer": {"units": ["LineA", "LineB", "LineC", "LineD", "LineE", "LineF", "LineG"],
-                              "q": "pallets", "per": "pallet",
-                              "scen": ["Quiet", "Steady", "Rush", "Promotion", "Slump"], "free": "stock already in the warehouse",
-                              "short": "unmet orders", "record": "weeks", "unit": "production line",
-                              "who": "the planner of a contract manufacturer"},
-}
 
 
 @register
 class StochasticGeneration(Family):
     name = "stochastic_generation"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"island grid": "energy", "irrigation district": "agriculture", "contract manufacturer": "manufacturing"}
-    techniques = ("scenario_stochastic", "fixed_charge")
-    template_styles = (("units", "implied_integrality"), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("units", "scenarios")
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(_DOMAINS[domain]["units"], 2 + difficulty, "Unit")
-        scenarios = _DOMAINS[domain]["scen"][:1 + (difficulty + 2) // 2]
+        units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
+        scenarios = self.vocab[domain]["scen"][:1 + (difficulty + 2) // 2]
         cap = {u: int(rng.integers(20, 90)) for u in units}
         total = sum(cap.values())
         marginal = {u: int(rng.integers(10, 60)) for u in units}
@@ -69,17 +45,8 @@ class StochasticGeneration(Family):
         return exceed(data, "demand", s, most, rng.integers(1, 25))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("stochastic_generation")
-        units = b.add_set("units", data["units"], "dispatchable units that may be committed")
-        scen = b.add_set("scenarios", data["scenarios"], "supply and demand scenarios")
-        b.add_param("cap", data["cap"], ("units",), "quantity", "capacity of a committed unit")
-        b.add_param("marginal", data["marginal"], ("units",), "money per quantity", "variable cost of output")
-        b.add_param("fixed", data["fixed"], ("units",), "money", "cost of committing a unit")
-        b.add_param("count", data["count"], ("scenarios",), "occurrences", "how often the scenario was recorded")
-        b.add_param("free", data["free"], ("scenarios",), "quantity", "free supply in a scenario")
-        b.add_param("demand", data["demand"], ("scenarios",), "quantity", "demand in a scenario")
-        b.add_param("penalty", data["penalty"], (), "money per quantity", "cost of each unit of shortfall")
-        b.add_param("shed_max", data["shed_max"], (), "quantity", "most shortfall allowed in a scenario")
+        b = self.builder(data)
+        units, scen = b.elements("units", "scenarios")
         on = b.add_vars("commit", ("units",), VarType.BINARY, description="1 if the unit is committed (first stage)")
         out = b.add_vars("output", ("scenarios", "units"), description="dispatch of a unit in a scenario")
         used = b.add_vars("free_used", ("scenarios",), description="free supply used in a scenario")
@@ -101,35 +68,26 @@ class StochasticGeneration(Family):
         b.set_objective("minimize", objective, description="commitment cost plus expected dispatch and shortfall cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        n, q, units, scen = number_text, v["q"], data["units"], data["scenarios"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        units = data["units"]
+        n, q, scen = number_text, v["q"], data["scenarios"]
         records = sum(data["count"].values())
         seen = listing(data["count"], scen, "{k} on {v} " + v["record"])
         history = f"Of the last {n(records)} {v['record']} on record, the scenarios occurred as follows: {seen}."
-        per_scen = "; ".join(f"{s}: {v['free']} {n(data['free'][s])} {q}, demand {n(data['demand'][s])} {q}"
-                             for s in scen)
-        fleet = "; ".join(f"{u} up to {n(data['cap'][u])} {q} at ${n(data['marginal'][u])} per {v['per']}, "
-                          f"${n(data['fixed'][u])} to commit" for u in units)
-        short = (f"Any demand not met counts as {v['short']}, costing ${n(data['penalty'])} per {v['per']}, and no more "
-                 f"than {n(data['shed_max'])} {q} of it is acceptable in any scenario.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} must choose now which of {join(units)} to commit; each {v['unit']} is "
-                    f"either committed or not. {fleet}. {history} Per scenario: {per_scen}. After the scenario is "
-                    f"known, committed units are dispatched and the {v['free']} is used at no cost. {short} Minimise "
-                    "commitment cost plus expected operating and shortfall cost.")
-        if template == 1:
-            rows = [[u, data["cap"][u], data["marginal"][u], data["fixed"][u]] for u in units]
-            srows = [[s, data["count"][s], data["free"][s], data["demand"][s]] for s in scen]
-            head = ["Scenario", f"{v['record'].capitalize()} observed", v["free"].capitalize(), "Demand"]
-            return (f"Two-stage planning ({domain}); quantities in {q}.\n\n"
-                    f"{table([v['unit'].capitalize(), 'Capacity', 'Cost per unit ($)', 'Commitment ($)'], rows)}\n\n"
-                    f"{table(head, srows)}\n\nScenario probabilities are the observed frequencies. {short} Only "
-                    "committed units may run. Minimise the expected total cost.")
-        if template == 2:
-            return (f"Nobody knows yet what tomorrow brings for {v['who']}. {history} The scenarios differ in "
-                    f"{v['free']} and demand: {per_scen}. The {v['unit']}s available are: {fleet}. Committing is "
-                    f"decided first; dispatch follows once the scenario is known. {short} Which {v['unit']}s "
-                    "should be committed, and how should they run, to minimise the expected cost?")
-        return (f"Scenario-based commitment ({domain}). Units: {fleet}. {history} Scenarios: {per_scen}. {short} "
-                "Commit binary decisions first, then dispatch per scenario, minimising fixed plus expected cost.")
+        per_scen = "; ".join(
+            f"{s}: {v['free']} {n(data['free'][s])} {q}, demand {n(data['demand'][s])} {q}" for s in scen
+        )
+        fleet = "; ".join(
+            f"{u} up to {n(data['cap'][u])} {q} at ${n(data['marginal'][u])} per {v['per']}, "
+            f"${n(data['fixed'][u])} to commit"
+            for u in units
+        )
+        short = (
+            f"Any demand not met counts as {v['short']}, costing ${n(data['penalty'])} per {v['per']}, and no more "
+            f"than {n(data['shed_max'])} {q} of it is acceptable in any scenario."
+        )
+        rows = [[u, data["cap"][u], data["marginal"][u], data["fixed"][u]] for u in units]
+        srows = [[s, data["count"][s], data["free"][s], data["demand"][s]] for s in scen]
+        head = ["Scenario", f"{v['record'].capitalize()} observed", v["free"].capitalize(), "Demand"]
+        return {"fleet": fleet, "head": head, "history": history, "per_scen": per_scen, "q": q, "rows": rows, "short": short,
+                "srows": srows}

@@ -15,43 +15,17 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "football squad": {
-        "positions": {"Goalkeeper": "GK", "Defender": "DF", "Midfielder": "MF", "Forward": "FW"},
-        "person": "player", "who": "the club's head coach", "rating": "scouting rating", "cost": "transfer fee",
-    },
-    "council committee": {
-        "positions": {"Councillor": "Cllr", "Resident": "Res", "Expert": "Exp", "Youth": "Yth"},
-        "person": "nominee", "who": "the council's standards officer", "rating": "panel score",
-        "cost": "allowance",
-    },
-    "project team": {
-        "positions": {"Architect": "Arch", "Engineer": "Eng", "Tester": "Test", "Analyst": "Ana"},
-        "person": "consultant", "who": "a telecom operator's programme director", "rating": "skill score",
-        "cost": "contract fee",
-    },
-}
 
 
 @register
 class TeamSelection(Family):
     name = "team_selection"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"football squad": "sports and education", "council committee": "public services",
-               "project team": "telecom"}
-    techniques = ("either_or_if_then", "set_partitioning_covering")
-    template_styles = (("implied_integrality",), ("table",), ("story", "units"), ("implied_integrality",))
-    reorder_keys = ("people",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         positions = list(v["positions"])[: 3 + difficulty // 3]
         required = {q: int(rng.integers(1, 4)) for q in positions}
         roster = {q: [f"{v['positions'][q]}{k}" for k in range(1, required[q] + 2 + difficulty)] for q in positions}
@@ -75,13 +49,8 @@ class TeamSelection(Family):
         return {**data, "budget": int(cheapest - 10 * rng.integers(1, 5))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("team_selection")
-        people = b.add_set("people", data["people"], "candidates")
-        positions = b.add_set("positions", data["positions"], "positions to fill")
-        b.add_param("required", data["required"], ("positions",), "people", "how many a position needs")
-        b.add_param("rating", data["rating"], ("people",), "points", "rating of a candidate")
-        b.add_param("cost", data["cost"], ("people",), "thousand dollars", "cost of a candidate")
-        b.add_param("budget", data["budget"], (), "thousand dollars", "total budget")
+        b = self.builder(data)
+        people, positions = b.elements("people", "positions")
         x = b.add_vars("pick", ("people",), VarType.BINARY, description="1 if the candidate is picked")
         b.con_group("position", ("positions",), "exactly the required number in each position")
         for q in positions:
@@ -99,29 +68,22 @@ class TeamSelection(Family):
         b.set_objective("maximize", [(x[(p,)], data["rating"][p]) for p in people], description="total rating")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        people, person = data["people"], v["person"]
-        (a, b), (c, d), (e, f) = data["if_then"], data["not_both"], data["at_least_one"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        people = data["people"]
+        person = v["person"]
+        (a, b), (c, d), (e, f) = (data["if_then"], data["not_both"], data["at_least_one"])
         need = listing(data["required"], data["positions"])
-        rules = (f"If {a} is picked, {b} must be picked too. {c} and {d} cannot both be picked. At least one of {e} "
-                 f"and {f} must be picked.")
-        pool = "; ".join(f"{p} ({data['position'][p]}, {v['rating']} {n(data['rating'][p])}, "
-                         f"{v['cost']} {n(data['cost'][p])})" for p in people)
-        budget = f"The budget is {n(data['budget'])} thousand dollars."
-        if template == 0:
-            return (f"{v['who'].capitalize()} must pick exactly this many per position: {need}. Candidates, with {v['cost']} in thousand "
-                    f"dollars: {pool}. {budget} {rules} Which {person}s maximise the total {v['rating']}?")
-        if template == 1:
-            rows = [[p, data["position"][p], data["rating"][p], data["cost"][p]] for p in people]
-            header = [person.capitalize(), "Position", v["rating"].capitalize(), f"{v['cost'].capitalize()} ($k)"]
-            return (f"Selection problem.\n\n{table(header, rows)}\n\nRequired per position: {need}. {budget} {rules} Each "
-                    f"{person} is picked or not (binary). Maximise the total {v['rating']}.")
-        if template == 2:
-            fees = "; ".join(f"{p}, a {data['position'][p]}, rated {n(data['rating'][p])} for "
-                             f"${thousands(1000 * data['cost'][p])}" for p in people)
-            return (f"Selection day has come and {v['who']} has ${thousands(1000 * data['budget'])} to spend. The "
-                    f"line-up needs, per position: {need}. On the shortlist: {fees}. {rules} Who should be picked to make the "
-                    f"strongest line-up? A {person} cannot be half-picked.")
-        return (f"Maximise the {v['rating']} of a selection with, per position, {need}. Pool: {pool}. {budget} {rules}")
+        rules = f"If {a} is picked, {b} must be picked too. {c} and {d} cannot both be picked. At least one of {e} and {f} must be picked."
+        pool = "; ".join(
+            f"{p} ({data['position'][p]}, {v['rating']} {number_text(data['rating'][p])}, {v['cost']} {number_text(data['cost'][p])})"
+            for p in people
+        )
+        budget = f"The budget is {number_text(data['budget'])} thousand dollars."
+        rows = [[p, data["position"][p], data["rating"][p], data["cost"][p]] for p in people]
+        header = [person.capitalize(), "Position", v["rating"].capitalize(), f"{v['cost'].capitalize()} ($k)"]
+        fees = "; ".join(
+            f"{p}, a {data['position'][p]}, rated {number_text(data['rating'][p])} for ${thousands(1000 * data['cost'][p])}"
+            for p in people
+        )
+        return {"budget": budget, "fees": fees, "header": header, "need": need, "person": person, "pool": pool, "rows": rows,
+                "rules": rules}

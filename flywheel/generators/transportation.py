@@ -10,42 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "steel distribution": {
-        "source": "mill", "dest": "warehouse", "unit": "tons", "money": "$",
-        "sources": ["Pittsburgh", "Gary", "Cleveland", "Birmingham", "Detroit", "Chicago", "Houston", "Denver"],
-        "dests": ["Warehouse_A", "Warehouse_B", "Warehouse_C", "Warehouse_D", "Warehouse_E", "Warehouse_F",
-                  "Warehouse_G", "Warehouse_H", "Warehouse_I", "Warehouse_J", "Warehouse_K", "Warehouse_L"],
-    },
-    "electricity supply": {
-        "source": "power plant", "dest": "city", "unit": "MWh", "money": "EUR",
-        "sources": ["Coal1", "Gas1", "Hydro1", "Wind1", "Nuclear1", "Solar1", "Gas2", "Hydro2"],
-        "dests": ["Lyon", "Paris", "Lille", "Nantes", "Nice", "Metz", "Dijon", "Rennes", "Brest", "Tours", "Caen",
-                  "Reims"],
-    },
-    "fresh produce": {
-        "source": "farm", "dest": "market", "unit": "crates", "money": "$",
-        "sources": ["GreenAcres", "SunnyFields", "RiverFarm", "HillTop", "OakGrove", "Meadow", "Valley", "Orchard"],
-        "dests": ["Downtown", "Harbour", "Uptown", "Airport", "Station", "Campus", "Suburb", "Mall", "OldTown",
-                  "Riverside", "Northgate", "Eastside"],
-    },
-}
 
 
 @register
 class Transportation(Family):
     name = "transportation"
-    problem_class = "LP"
-    sectors = {"steel distribution": "logistics", "electricity supply": "energy", "fresh produce": "agriculture"}
-    template_styles = (("plain",), ("plain",), ("table",), ("plain",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         sources = names(vocab["sources"], 1 + difficulty, "Source")
         dests = names(vocab["dests"], 1 + 2 * difficulty, "Dest")
         demand = {d: int(rng.integers(10, 100)) for d in dests}
@@ -64,8 +39,8 @@ class Transportation(Family):
         return exceed(data, "demand", dest, data["demand"][dest] + spare, rng.integers(1, 30))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("transportation")
-        sources = b.add_set("sources", data["sources"], "origins with limited supply")
+        b = self.builder(data)
+        (sources,) = b.elements("sources")
         dests = b.add_set("destinations", data["dests"], "destinations with a demand to meet")
         b.add_param("supply", data["supply"], ("sources",), "units", "supply available at each source")
         b.add_param("demand", data["demand"], ("destinations",), "units", "demand of each destination")
@@ -80,26 +55,14 @@ class Transportation(Family):
                         description="total shipping cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        v = _DOMAINS[domain]
-        sources, dests, unit, money = data["sources"], data["dests"], v["unit"], v["money"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        dests, sources = data["dests"], data["sources"]
+        unit, money = v["unit"], v["money"]
         supply = listing(data["supply"], sources, "{k} {v} {unit}", unit=unit)
         demand = listing(data["demand"], dests, "{k} {v} {unit}", unit=unit)
-        costs = "; ".join(f"from {s}: " + listing(data["cost"][s], dests, "{v} to {k}")
-                          for s in sources)
-        if template == 0:
-            return (f"A company plans {domain}. Each {v['source']} can send at most: {supply}. Each {v['dest']} needs "
-                    f"at least: {demand}. Shipping costs in {money} per unit of {unit} are {costs}. Find the "
-                    "cheapest shipping plan (fractional amounts allowed).")
-        if template == 1:
-            return (f"{join(sources)} supply {join(dests)}. Capacities: {supply}. Requirements: {demand}. "
-                    f"The per-{unit[:-1] if unit.endswith('s') else unit} cost ({money}) of each route is {costs}. "
-                    "Minimise the total transportation cost.")
-        if template == 2:
-            header = [f"{v['source'].capitalize()} \\ {v['dest']}"] + dests + [f"Supply ({unit})"]
-            rows = [[s] + [data["cost"][s][d] for d in dests] + [data["supply"][s]] for s in sources]
-            rows.append([f"Demand ({unit})"] + [data["demand"][d] for d in dests] + [""])
-            return (f"Unit shipping costs ({money}) for {domain}:\n\n{table(header, rows)}\n\n"
-                    "Meet every demand without exceeding any supply, at minimum total cost.")
-        return (f"How should {unit} be routed from each {v['source']} to each {v['dest']} to meet demand at least "
-                f"cost? Demand: {demand}. Supply limits: {supply}. Cost per unit ({money}): {costs}.")
+        costs = "; ".join(f"from {s}: " + listing(data["cost"][s], dests, "{v} to {k}") for s in sources)
+        header = [f"{v['source'].capitalize()} \\ {v['dest']}"] + dests + [f"Supply ({unit})"]
+        rows = [[s] + [data["cost"][s][d] for d in dests] + [data["supply"][s]] for s in sources]
+        rows.append([f"Demand ({unit})"] + [data["demand"][d] for d in dests] + [""])
+        return {"costs": costs, "demand": demand, "header": header, "money": money, "rows": rows, "supply": supply, "unit":
+                unit}

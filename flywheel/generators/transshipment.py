@@ -16,41 +16,15 @@ import numpy as np
 
 from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "parcel network": {"sources": ["PlantA", "PlantB", "PlantC", "PlantD"],
-                       "hubs": ["DockNorth", "DockSouth", "DockEast", "DockWest"],
-                       "dests": ["Leeds", "Bristol", "York", "Bath", "Derby", "Hull", "Exeter"],
-                       "unit": "pallets", "one": "pallet", "hub": "cross-dock", "who": "a parcel carrier's planner"},
-    "grain handling": {"sources": ["FarmRidge", "FarmCreek", "FarmPlain", "FarmValley"],
-                       "hubs": ["ElevatorOne", "ElevatorTwo", "ElevatorThree", "ElevatorFour"],
-                       "dests": ["MillHaven", "PortKent", "MillBrook", "PortStanley", "MillGrove", "PortEly",
-                                 "MillDale"],
-                       "unit": "tonnes", "one": "tonne", "hub": "grain elevator", "who": "a grain marketing board"},
-    "fuel distribution": {"sources": ["RefineryBay", "RefineryHill", "RefineryCape", "RefineryMoor"],
-                          "hubs": ["TerminalRail", "TerminalRiver", "TerminalRoad", "TerminalSea"],
-                          "dests": ["StationAlpha", "StationBeta", "StationGamma", "StationDelta", "StationEcho",
-                                    "StationFox", "StationGolf"],
-                          "unit": "kilolitres", "one": "kilolitre", "hub": "fuel terminal",
-                          "who": "a fuel distributor's supply team"},
-}
 
 
 @register
 class Transshipment(Family):
     name = "transshipment"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"parcel network": "logistics", "grain handling": "agriculture", "fuel distribution": "energy"}
-    techniques = ()
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("plain",))
-    reorder_keys = ("sources", "hubs", "dests")
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         sources = names(v["sources"], 2 + difficulty // 2, "Source")
         hubs = names(v["hubs"], 2 + (difficulty - 1) // 2, "Hub")
         dests = names(v["dests"], 2 + difficulty, "Dest")
@@ -73,10 +47,8 @@ class Transshipment(Family):
         return exceed(data, "demand", d, data["demand"][d] + gap, rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("transshipment")
-        sources = b.add_set("sources", data["sources"], "origins with supply")
-        hubs = b.add_set("hubs", data["hubs"], "transshipment hubs")
-        dests = b.add_set("dests", data["dests"], "destinations with demand")
+        b = self.builder(data)
+        sources, hubs, dests = b.elements("sources", "hubs", "dests")
         direct = b.add_set("direct", list(data["direct"]), "source__destination pairs that may ship direct")
         b.add_param("supply", data["supply"], ("sources",), "units", "most a source can ship")
         b.add_param("demand", data["demand"], ("dests",), "units", "demand of a destination")
@@ -111,33 +83,24 @@ class Transshipment(Family):
                         + [(dir_[(k,)], data["direct"][k]) for k in direct], description="freight plus handling")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        num = number_text
-        v = _DOMAINS[domain]
-        sources, hubs, dests, unit, one = data["sources"], data["hubs"], data["dests"], v["unit"], v["one"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        dests, hubs, sources = data["dests"], data["hubs"], data["sources"]
+        unit, one = v["unit"], v["one"]
         supply = listing(data["supply"], sources)
         demand = listing(data["demand"], dests)
-        hub_terms = ", ".join(f"{h} handles up to {num(data['capacity'][h])} {unit} at {num(data['fee'][h])} cents "
-                              f"per {one}" for h in hubs)
+        hub_terms = ", ".join(
+            f"{h} handles up to {number_text(data['capacity'][h])} {unit} at {number_text(data['fee'][h])} cents per {one}"
+            for h in hubs
+        )
         inbound = "; ".join(f"from {s}: " + listing(data["inbound"][s], hubs, "{k} ${v}") for s in sources)
         outbound = "; ".join(f"from {h}: " + listing(data["outbound"][h], dests, "{k} ${v}") for h in hubs)
-        direct = ", ".join(f"{k.split('__')[0]} to {k.split('__')[1]} at ${num(c)}" for k, c in data["direct"].items())
+        direct = ", ".join(
+            (f"{k.split('__')[0]} to {k.split('__')[1]} at ${number_text(c)}" for k, c in data["direct"].items())
+        )
         direct_s = f"Direct shipments (dollars per {one}) are possible only for {direct}."
-        if template == 0:
-            return (f"{v['who'].capitalize()} moves {unit} from {len(sources)} sources to {len(dests)} destinations "
-                    f"through {v['hub']}s. Supplies ({unit}): {supply}. Demands ({unit}), to be met exactly: {demand}. "
-                    f"Hubs: {hub_terms}. Freight to the hubs in dollars per {one}: {inbound}. Freight from the hubs: "
-                    f"{outbound}. {direct_s} Find the cheapest shipping plan; fractional amounts are fine.")
-        if template == 1:
-            rows = [[s, h, data["inbound"][s][h]] for s in sources for h in hubs] + [
-                [h, d, data["outbound"][h][d]] for h in hubs for d in dests]
-            return (f"Transshipment plan for a {domain}.\n\n{table(['From', 'To', f'$ per {one}'], rows)}\n\n"
-                    f"Supplies: {supply}. Demands: {demand}. {hub_terms}. {direct_s} Minimise freight plus handling "
-                    "(fees are in cents); amounts are continuous.")
-        if template == 2:
-            return (f"Each week {v['who']} routes {unit} through its {v['hub']}s. The sources can send {supply} "
-                    f"{unit}, and the destinations need {demand} {unit}. {hub_terms} (100 cents to the dollar). "
-                    f"Freight, dollars per {one}: {inbound}; onward {outbound}. {direct_s} What is the cheapest way "
-                    "to meet every demand?")
-        return (f"Minimise total cost in a {domain}. Supply: {supply}. Demand: {demand}. Hubs: {hub_terms}. Inbound "
-                f"freight: {inbound}. Outbound freight: {outbound}. {direct_s} Continuous flows.")
+        rows = [[s, h, data["inbound"][s][h]] for s in sources for h in hubs] + [
+            [h, d, data["outbound"][h][d]] for h in hubs for d in dests
+        ]
+        t1_part0 = table(["From", "To", f"$ per {one}"], rows)
+        return {"t1_part0": t1_part0, "demand": demand, "direct_s": direct_s, "hub_terms": hub_terms, "inbound": inbound,
+                "one": one, "outbound": outbound, "supply": supply, "unit": unit}

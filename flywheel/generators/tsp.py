@@ -13,38 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, names, table
+from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
 # Place names carry no underscore, so a route name ``From_To`` reads unambiguously.
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "parcel delivery": {
-        "depot": "Depot", "stop": "customer", "unit": "km", "who": "a delivery van",
-        "stops": ["Bakery", "School", "Library", "Garage", "Museum", "Florist", "Dentist", "Pharmacy"],
-    },
-    "sales territory": {
-        "depot": "Boston", "stop": "client city", "unit": "miles", "who": "a sales representative",
-        "stops": ["Albany", "Hartford", "Providence", "Portland", "Concord", "Worcester", "Springfield", "Burlington"],
-    },
-    "circuit board drilling": {
-        "depot": "Home", "stop": "hole", "unit": "mm", "who": "a drilling robot's head",
-        "stops": ["H1", "H2", "H3", "H4", "H5", "H6", "H7", "H8"],
-    },
-}
 
 
 @register
 class TSP(Family):
     name = "tsp"
-    problem_class = "MILP"
-    sectors = {"parcel delivery": "logistics", "sales territory": "retail", "circuit board drilling": "manufacturing"}
-    techniques = ("subtour_elimination",)
-    template_styles = (("plain",), ("table",), ("plain",), ("table",))
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        vocab = _DOMAINS[domain]
+        vocab = self.vocab[domain]
         places = [vocab["depot"], *names(vocab["stops"], 2 + difficulty, "Stop")]
         xy = rng.integers(0, 100, size=(len(places), 2))
         dist = {a: {b: max(1, int(round(float(np.linalg.norm(xy[i] - xy[j]))))) for j, b in enumerate(places)
@@ -57,7 +38,7 @@ class TSP(Family):
         return {**data, "max_length": floor - int(rng.integers(1, 10))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("tsp")
+        b = self.builder(data)
         places = data["places"]
         b.add_set("places", places, "the depot (first) and the stops")
         stops = b.add_set("stops", places[1:], "places other than the depot")
@@ -87,26 +68,11 @@ class TSP(Family):
         b.set_objective("minimize", dist_terms, description="total distance travelled")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        places, dist, unit = data["places"], data["dist"], v["unit"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        dist, places = data["dist"], data["places"]
+        unit = v["unit"]
         depot, stops = places[0], places[1:]
-        legs = "; ".join(f"{a} to {c} {n(dist[a][c])}" for a in places for c in places if a != c)
+        legs = "; ".join(f"{a} to {c} {number_text(dist[a][c])}" for a in places for c in places if a != c)
         grid = table(["From \\ To"] + places, [[a] + [dist[a][c] if c != a else "-" for c in places] for a in places])
-        limit = f"{n(data['max_length'])} {unit}"
-        if template == 0:
-            return (f"{v['who'].capitalize()} starts at {depot}, must visit each {v['stop']} ({join(stops)}) exactly "
-                    f"once and return to {depot}. Distances in {unit} (the same in both directions): {legs}. The trip may be at "
-                    f"most {limit} long. Find the shortest round trip.")
-        if template == 1:
-            return (f"Solve a travelling salesman problem for {domain} with {len(places)} places. Distance table "
-                    f"({unit}, row = from, column = to):\n\n{grid}\n\nThe tour starts and ends at {depot}, visits "
-                    f"every other place once, and cannot exceed {limit}. Minimise its length.")
-        if template == 2:
-            return (f"Plan the route of {v['who']} ({domain}). Leg lengths ({unit}): {legs}. Start and finish at "
-                    f"{depot}; each of {join(stops)} is visited exactly once; the total must not exceed {limit}. "
-                    "What order minimises the distance?")
-        return (f"What is the shortest closed tour from {depot} through all of {join(stops)}? The longest tour "
-                f"allowed is {limit}.\n\n{grid}\n\n(Distances in {unit}; entry in row i, column j is the distance "
-                "from i to j.)")
+        limit = f"{number_text(data['max_length'])} {unit}"
+        return {"depot": depot, "grid": grid, "legs": legs, "limit": limit, "stops": stops, "unit": unit}

@@ -13,33 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names, table
 from flywheel.generators.base import Family, exceed, pick, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "power utility": {"units": ["Coal1", "Gas1", "Gas2", "Hydro1", "Peaker1", "Biomass1"], "unit": "MW",
-                      "what": "generating unit", "load": "electricity demand"},
-    "hospital energy plant": {"units": ["Boiler_A", "Boiler_B", "CHP", "Chiller", "Backup_Gen", "Heat_Pump"],
-                              "unit": "kW", "what": "plant unit", "load": "site load"},
-    "data centre cooling": {"units": ["CRAC1", "CRAC2", "Tower1", "Tower2", "FreeCool", "Chiller9"],
-                            "unit": "kW of cooling", "what": "cooling unit", "load": "heat load"},
-}
 
 
 @register
 class UnitCommitment(Family):
     name = "unit_commitment"
-    problem_class = "MILP"
-    sectors = {"power utility": "energy", "hospital energy plant": "health care", "data centre cooling": "telecom"}
-    techniques = ("big_m_indicator", "fixed_charge", "either_or_if_then")
-    template_styles = (("implied_integrality",), ("table", "implied_integrality"), ("story", "implied_integrality"),
-                       ("plain",))
-    reorder_keys = ("units",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(_DOMAINS[domain]["units"], 2 + (difficulty + 1) // 2, "Unit")
+        units = names(self.vocab[domain]["units"], 2 + (difficulty + 1) // 2, "Unit")
         periods = [f"H{k}" for k in range(1, 3 + difficulty)]
         pmax = {u: int(rng.integers(40, 160)) for u in units}
         pmin = {u: int(pmax[u] * rng.uniform(0.2, 0.5)) for u in units}
@@ -55,9 +39,8 @@ class UnitCommitment(Family):
         return exceed(data, "demand", t, sum(data["pmax"].values()), rng.integers(1, 20))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("unit_commitment")
-        units = b.add_set("units", data["units"], "units that can run")
-        periods = b.add_set("periods", data["periods"], "hours of the schedule, in order")
+        b = self.builder(data)
+        units, periods = b.elements("units", "periods")
         for key, desc in (("pmin", "least output of a running unit"), ("pmax", "most output of a running unit"),
                           ("marginal", "cost per unit of output"), ("fixed", "cost per hour of running"),
                           ("startup", "cost of switching a unit on")):
@@ -83,30 +66,26 @@ class UnitCommitment(Family):
                         description="running, output and start-up cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        units, periods, mw = data["units"], data["periods"], v["unit"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        periods, units = data["periods"], data["units"]
+        mw = v["unit"]
         dem = listing(data["demand"], periods)
-        specs = "; ".join(f"{u}: {n(data['pmin'][u])} to {n(data['pmax'][u])} {mw} when running, ${n(data['marginal'][u])}"
-                          f" per {mw.split()[0]}, ${n(data['fixed'][u])} per hour on, ${n(data['startup'][u])} to "
-                          "start" for u in units)
-        rule = ("A unit that runs must produce at least its minimum; every unit is off before the first hour, and "
-                "each switch-on pays the start-up cost.")
-        if template == 0:
-            return (f"A {domain} schedules its {v['what']}s {join(units)} over the hours {join(periods)}. The "
-                    f"{v['load']} ({mw}) is {dem}. Unit data: {specs}. {rule} Which units should run in each hour, "
-                    "and at what output, to meet the load at least total cost?")
-        if template == 1:
-            header = [v["what"].capitalize(), f"Min ({mw})", f"Max ({mw})", "Cost per output", "Running cost ($/h)",
-                      "Start-up ($)"]
-            rows = [[u, data["pmin"][u], data["pmax"][u], data["marginal"][u], data["fixed"][u], data["startup"][u]]
-                    for u in units]
-            load = table(["Hour", f"Demand ({mw})"], [[t, data["demand"][t]] for t in periods])
-            return (f"Unit commitment for a {domain}.\n\n{table(header, rows)}\n\n{load}\n\n{rule} Minimise cost.")
-        if template == 2:
-            return (f"The night shift at a {domain} must plan the next {len(periods)} hours ({join(periods)}). "
-                    f"Forecast {v['load']} in {mw}: {dem}. The available {v['what']}s are: {specs}. {rule} "
-                    "What is the cheapest schedule?")
-        return (f"Minimise the cost of meeting {dem} ({mw}) over hours {join(periods)} with units {specs}. {rule} "
-                "On/off and start-up decisions are binary; outputs are continuous.")
+        specs = "; ".join(
+            f"{u}: {number_text(data['pmin'][u])} to {number_text(data['pmax'][u])} {mw} when running, ${number_text(data['marginal'][u])} per {mw.split()[0]}, ${number_text(data['fixed'][u])} per hour on, ${number_text(data['startup'][u])} to start"
+            for u in units
+        )
+        rule = "A unit that runs must produce at least its minimum; every unit is off before the first hour, and each switch-on pays the start-up cost."
+        header = [
+            v["what"].capitalize(),
+            f"Min ({mw})",
+            f"Max ({mw})",
+            "Cost per output",
+            "Running cost ($/h)",
+            "Start-up ($)",
+        ]
+        rows = [
+            [u, data["pmin"][u], data["pmax"][u], data["marginal"][u], data["fixed"][u], data["startup"][u]]
+            for u in units
+        ]
+        load = table(["Hour", f"Demand ({mw})"], [[t, data["demand"][t]] for t in periods])
+        return {"dem": dem, "header": header, "load": load, "mw": mw, "rows": rows, "rule": rule, "specs": specs}

@@ -15,46 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, table
+from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "vaccination campaign": {
-        "depots": ["ColdStoreA", "ColdStoreB", "Airport", "Pharmacy"],
-        "regions": ["Northshire", "Eastvale", "Southmoor", "Westbury", "Midlands", "Highlands", "Coastal"],
-        "unit": "doses", "people": "residents", "course": "a full course is {k} doses per person",
-        "per_head": [2, 3], "who": "the health ministry",
-    },
-    "seed aid": {
-        "depots": ["GrainSilo", "CoopBarn", "RiverPort", "Seedbank"],
-        "regions": ["Upland", "Delta", "Plateau", "Valley", "Savanna", "Lakeside", "Foothills"],
-        "unit": "kg of seed", "people": "farming households", "course": "each household needs {k} kg to plant",
-        "per_head": [20, 25, 30], "who": "an agricultural aid programme",
-    },
-    "disaster relief": {
-        "depots": ["Warehouse1", "Warehouse2", "Airbase", "Harbour"],
-        "regions": ["Floodplain", "Hillside", "OldTown", "Riverbend", "Marshes", "Ridge", "Bayside"],
-        "unit": "ration kits", "people": "displaced families", "course": "each family needs {k} ration kits",
-        "per_head": [3, 4, 5], "who": "the civil protection agency",
-    },
-}
 
 
 @register
 class VaccineAllocation(Family):
     name = "vaccine_allocation"
-    version = "1"
-    problem_class = "LP"
-    domains = tuple(_DOMAINS)
-    sectors = {"vaccination campaign": "health care", "seed aid": "agriculture", "disaster relief": "public services"}
-    techniques = ("min_max", "ratio_percentage")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("units",))
-    reorder_keys = ("regions",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        v = _DOMAINS[domain]
+        v = self.vocab[domain]
         depots = names(v["depots"], 2 + difficulty // 2, "Depot")
         regions = names(v["regions"], 2 + difficulty, "Region")
         per_head = int(v["per_head"][int(rng.integers(len(v["per_head"])))])
@@ -75,10 +46,8 @@ class VaccineAllocation(Family):
         return {**data, "floor_pct": int(100 * min(1.0, by_stock, by_route)) + int(rng.integers(1, 4))}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("vaccine_allocation")
-        depots = b.add_set("depots", data["depots"], "depots holding stock")
-        regions = b.add_set("regions", data["regions"], "regions to cover")
-        b.add_param("stock", data["stock"], ("depots",), "units", "stock at a depot")
+        b = self.builder(data)
+        depots, regions = b.elements("depots", "regions")
         b.add_param("limit", {(d, r): data["limit"][d][r] for d in depots for r in regions}, ("depots", "regions"),
                     "units", "most a route can carry")
         b.add_param("population", data["population"], ("regions",), "thousand people", "people in a region")
@@ -106,29 +75,14 @@ class VaccineAllocation(Family):
         b.set_objective("maximize", [(worst, 1)], description="coverage of the worst-covered region")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        depots, regions, unit, people = data["depots"], data["regions"], v["unit"], v["people"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        depots, regions = data["depots"], data["regions"]
+        unit, people = v["unit"], v["people"]
         pop = listing(data["population"], regions, "{k} {v} thousand")
         stock = listing(data["stock"], depots, "{k} {v}")
         limits = "; ".join(f"from {d}: " + listing(data["limit"][d], regions) for d in depots)
-        rules = (f"Coverage is the share of {people} served, and {v['course'].format(k=n(data['per_head']))}. "
-                 f"No region needs more than full coverage, and every region must reach at least "
-                 f"{n(data['floor_pct'])}%.")
-        if template == 0:
-            return (f"{v['who'].capitalize()} distributes {unit} from {join(depots)} (stocks: {stock}) to "
-                    f"{join(regions)}, home to {pop} {people}. Route limits in {unit}: {limits}. {rules} Maximise "
-                    "the coverage of the worst-covered region; shipments may be fractional.")
-        if template == 1:
-            header = ["Region", f"{people.capitalize()} (thousands)"] + [f"Max from {d}" for d in depots]
-            rows = [[r, data["population"][r]] + [data["limit"][d][r] for d in depots] for r in regions]
-            return (f"Fair allocation of {unit}.\n\n{table(header, rows)}\n\nStocks: {stock}. {rules} Find the "
-                    "allocation that maximises the smallest coverage percentage.")
-        if template == 2:
-            return (f"Supplies are short and {v['who']} has been accused of favouring the cities. To be fair, it "
-                    f"will make the worst-served region as well served as possible. The depots hold {stock} {unit}. "
-                    f"The regions have {pop} {people}. Each route can carry only so much: {limits}. {rules} "
-                    "What is the best achievable worst-case coverage?")
-        return (f"Max-min coverage. Regions and {people}: {pop}. Depot stocks ({unit}): {stock}. Route capacities: "
-                f"{limits}. {rules}")
+        rules = f"Coverage is the share of {people} served, and {v['course'].format(k=number_text(data['per_head']))}. No region needs more than full coverage, and every region must reach at least {number_text(data['floor_pct'])}%."
+        header = ["Region", f"{people.capitalize()} (thousands)"] + [f"Max from {d}" for d in depots]
+        rows = [[r, data["population"][r]] + [data["limit"][d][r] for d in depots] for r in regions]
+        return {"header": header, "limits": limits, "people": people, "pop": pop, "rows": rows, "rules": rules, "stock":
+                stock, "unit": unit}

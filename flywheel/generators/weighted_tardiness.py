@@ -19,39 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, money, names, table
+from flywheel.generators._text import listing, money, names
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
-
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "machining cell": {"jobs": ["Gearbox", "Shaft", "Bracket", "Housing", "Flange", "Valve", "Rotor", "Spindle",
-                                "Bushing", "Impeller"],
-                       "job": "order", "machine": "CNC mill", "fee": "an expediting charge", "money": "$"},
-    "hospital laboratory": {"jobs": ["Ward3", "Ward5", "ICU", "Oncology", "Maternity", "Surgery", "Paediatrics",
-                                     "Cardiology", "Renal", "Outpatients"],
-                            "job": "sample batch", "machine": "blood analyser", "fee": "a clinical incident review",
-                            "money": "$"},
-    "loading dock": {"jobs": ["TruckA", "TruckB", "TruckC", "TruckD", "TruckE", "TruckF", "TruckG", "TruckH",
-                              "TruckI", "TruckJ"],
-                     "job": "truck", "machine": "unloading crew", "fee": "a detention charge from the carrier",
-                     "money": "EUR"},
-}
 
 
 @register
 class WeightedTardiness(Family):
     name = "weighted_tardiness"
-    version = "1"
-    problem_class = "MILP"
-    domains = tuple(_DOMAINS)
-    sectors = {"machining cell": "manufacturing", "hospital laboratory": "health care", "loading dock": "logistics"}
-    techniques = ("precedence_disjunctive", "big_m_indicator", "either_or_if_then")
-    template_styles = (("units",), ("table", "units"), ("story", "units"), ("implied_integrality", "units"))
-    reorder_keys = ("jobs",)
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        jobs = names(_DOMAINS[domain]["jobs"], (3, 4, 4, 5, 6)[difficulty - 1], "Job")
+        jobs = names(self.vocab[domain]["jobs"], (3, 4, 4, 5, 6)[difficulty - 1], "Job")
         time = {j: int(rng.integers(2, 13)) * 5 for j in jobs}
         total = sum(time.values())
         # Due times spread over 30-90% of the work (quarter hours): some jobs must be late in any order.
@@ -63,13 +41,8 @@ class WeightedTardiness(Family):
         return {**data, "shift": (sum(data["time"].values()) - 1) // 30 / 2}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("weighted_tardiness")
-        jobs = b.add_set("jobs", data["jobs"], "jobs on the one machine")
-        b.add_param("time", data["time"], ("jobs",), "minutes", "processing time")
-        b.add_param("due", data["due"], ("jobs",), "hours", "due time after the shift starts")
-        b.add_param("weight", data["weight"], ("jobs",), "money per minute", "cost of a minute of lateness")
-        b.add_param("fee", data["fee"], (), "money", "fixed charge for each late job")
-        b.add_param("shift", data["shift"], (), "hours", "length of the shift")
+        b = self.builder(data)
+        (jobs,) = b.elements("jobs")
         big_m = data["shift"] * 60
         b.add_param("big_m", big_m, (), "minutes", "the shift in minutes (no gap in a schedule is longer)",
                     derived=True)
@@ -103,27 +76,14 @@ class WeightedTardiness(Family):
                         + [(late[(j,)], data["fee"]) for j in jobs], description="lateness cost plus late fees")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
-        jobs, job, cur = data["jobs"], v["job"], v["money"]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
+        jobs = data["jobs"]
+        job, cur = v["job"], v["money"]
         times = listing(data["time"], jobs, "{k} {v} min")
         dues = listing(data["due"], jobs, "{k} {v} h")
         weights = listing(data["weight"], jobs, "{k} {v}")
-        rules = (f"The {v['machine']} handles one {job} at a time, without interruption, and all work must end "
-                 f"within the {n(data['shift'])}-hour shift. Lateness costs the {job}'s rate per minute, and every "
-                 f"late {job} also triggers {v['fee']} of {money(data['fee'], cur)}.")
-        if template == 0:
-            return (f"Schedule {join(jobs)} on the {v['machine']}. Processing times: {times}. Due times (hours "
-                    f"after the shift starts): {dues}. Cost per minute late ({cur}): {weights}. {rules} Minimise "
-                    "the total lateness cost.")
-        if template == 1:
-            rows = [[j, data["time"][j], data["due"][j], data["weight"][j]] for j in jobs]
-            head = [job.capitalize(), "Minutes", "Due (h after start)", f"{cur} per minute late"]
-            return f"Single-machine scheduling, {domain}.\n\n{table(head, rows)}\n\n{rules} Find the cheapest order."
-        if template == 2:
-            return (f"At the {domain}, {len(jobs)} {job}s are waiting for the {v['machine']}: {join(jobs)}. They "
-                    f"need {times}, and are due {dues} into the shift. Each minute late costs {weights} ({cur}). "
-                    f"{rules} In what order should they run?")
-        return (f"Minimise weighted tardiness plus late fees for {len(jobs)} {job}s. Durations {times}; due at "
-                f"{dues}; penalty per minute late {weights} {cur}. {rules}")
+        rules = f"The {v['machine']} handles one {job} at a time, without interruption, and all work must end within the {number_text(data['shift'])}-hour shift. Lateness costs the {job}'s rate per minute, and every late {job} also triggers {v['fee']} of {money(data['fee'], cur)}."
+        rows = [[j, data["time"][j], data["due"][j], data["weight"][j]] for j in jobs]
+        head = [job.capitalize(), "Minutes", "Due (h after start)", f"{cur} per minute late"]
+        return {"cur": cur, "dues": dues, "head": head, "job": job, "rows": rows, "rules": rules, "times": times, "weights":
+                weights}

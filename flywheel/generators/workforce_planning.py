@@ -18,18 +18,9 @@ import numpy as np
 
 from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
-from solvers.builder import ModelBuilder
 from solvers.ir import Model, VarType, number_text
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep")
-_DOMAINS: dict[str, dict[str, Any]] = {
-    "county social services": {"staff": "caseworkers", "who": "the county's social services director",
-                               "work": "open cases", "mentor": "a senior caseworker"},
-    "hospital nursing": {"staff": "nurses", "who": "the chief nursing officer of a hospital",
-                         "work": "ward shifts", "mentor": "a registered nurse"},
-    "department store": {"staff": "sales associates", "who": "the HR manager of a department store",
-                         "work": "the sales floor", "mentor": "an experienced associate"},
-}
 
 
 def _most_staff(data: dict[str, Any]) -> list[int]:
@@ -43,14 +34,6 @@ def _most_staff(data: dict[str, Any]) -> list[int]:
 @register
 class WorkforcePlanning(Family):
     name = "workforce_planning"
-    version = "1"
-    problem_class = "IP"
-    domains = tuple(_DOMAINS)
-    sectors = {"county social services": "public services", "hospital nursing": "health care",
-               "department store": "retail"}
-    techniques = ("multi_period_balance", "ratio_percentage")
-    template_styles = (("implied_integrality",), ("table",), ("story", "units"), ("plain",))
-    reorder_keys = ()  # months stay in time order
 
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         months = list(_MONTHS[:3 + difficulty])
@@ -65,9 +48,8 @@ class WorkforcePlanning(Family):
         return {**data, "need": {**data["need"], data["months"][k]: _most_staff(data)[k] + int(rng.integers(1, 6))}}
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = ModelBuilder("workforce_planning")
-        months = b.add_set("months", data["months"], "planning months in order")
-        b.add_param("need", data["need"], ("months",), "staff", "experienced staff required in a month")
+        b = self.builder(data)
+        (months,) = b.elements("months")
         for key, unit, desc in (("staff0", "staff", "experienced staff now"),
                                 ("ratio", "percent", "most trainees per 100 experienced staff"),
                                 ("salary", "dollars per month", "salary of one experienced staff member"),
@@ -91,35 +73,13 @@ class WorkforcePlanning(Family):
                         + [(fire[(m,)], data["fire_cost"]) for m in months], description="total staffing cost")
         return b.build()
 
-    def question(self, data: dict[str, Any], template: int, domain: str) -> str:
-        n = number_text
-        v = _DOMAINS[domain]
+    def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         d, staff = data, v["staff"]
         needs = listing(d["need"], d["months"], "{v} in {k}")
-        trainees = (f"A new hire spends the month of hiring as a trainee and is experienced from the next month on; "
-                    f"trainees do not count towards cover, and each month there may be at most {n(d['ratio'])} "
-                    f"trainees per 100 experienced {staff} (each needs {v['mentor']} as mentor).")
+        trainees = f"A new hire spends the month of hiring as a trainee and is experienced from the next month on; trainees do not count towards cover, and each month there may be at most {number_text(d['ratio'])} trainees per 100 experienced {staff} (each needs {v['mentor']} as mentor)."
         layoffs = "Layoffs happen at the start of a month."
-        start = f"There are {n(d['staff0'])} experienced {staff} now, just before {d['months'][0]}."
-        if template == 0:
-            return (f"{v['who'].capitalize()} plans staffing for {len(d['months'])} months. {start} Experienced "
-                    f"{staff} needed for {v['work']}: {needs}. {trainees} {layoffs} Each experienced member costs "
-                    f"${n(d['salary'])} a month, hiring and training one trainee costs ${n(d['hire_cost'])}, and a "
-                    f"layoff costs ${n(d['fire_cost'])} in severance. How many should be hired and laid off each "
-                    "month to minimise the total cost?")
-        if template == 1:
-            rows = [[m, d["need"][m]] for m in d["months"]]
-            return (f"Workforce plan for {v['work']}.\n\n{table(['Month', f'Experienced {staff} needed'], rows)}\n\n"
-                    f"{start} {trainees} {layoffs} Costs: salary ${n(d['salary'])} per experienced member per month, "
-                    f"${n(d['hire_cost'])} per hire, ${n(d['fire_cost'])} per layoff. Headcounts are whole numbers. "
-                    "Minimise the total cost.")
-        if template == 2:
-            return (f"Budget season: {v['who']} must show the cheapest way to staff {v['work']} over the coming "
-                    f"months. {start} The requirement is {needs}. Experienced {staff} cost ${n(d['salary'])} a month "
-                    f"each; bringing in a trainee costs ${n(d['hire_cost'])} and letting someone go "
-                    f"${n(d['fire_cost'])}. New hires train for their first month and only then count as experienced; "
-                    f"the trainees of a month may number at most {n(d['ratio'])}% of that month's experienced "
-                    f"{staff}. {layoffs} What hiring and layoff plan is cheapest?")
-        return (f"Minimise staffing cost over {len(d['months'])} months for {v['work']}. {start} Requirements: "
-                f"{needs}. Salary: ${n(d['salary'])} per month. Hire: ${n(d['hire_cost'])}. Layoff: "
-                f"${n(d['fire_cost'])}. {trainees} {layoffs} All counts are integers.")
+        start = f"There are {number_text(d['staff0'])} experienced {staff} now, just before {d['months'][0]}."
+        rows = [[m, d["need"][m]] for m in d["months"]]
+        t1_part0 = table(["Month", f"Experienced {staff} needed"], rows)
+        return {"t1_part0": t1_part0, "d": d, "layoffs": layoffs, "needs": needs, "staff": staff, "start": start, "trainees":
+                trainees}
