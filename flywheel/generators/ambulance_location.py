@@ -19,8 +19,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class AmbulanceLocation(Family):
-    name = "ambulance_location"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         sites = names(v["sites"], 3 + difficulty, "Site")

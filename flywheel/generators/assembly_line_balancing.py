@@ -37,8 +37,6 @@ def _witness_load(times: list[int], stations: int) -> int:
 
 @register
 class AssemblyLineBalancing(Family):
-    name = "assembly_line_balancing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         tasks = names(self.vocab[domain]["tasks"], 5 + difficulty, "Task")  # in a topological order
         time = {t: int(rng.integers(10, 90)) for t in tasks}  # seconds

@@ -18,8 +18,6 @@ from solvers.ir import Model, VarType
 
 @register
 class Assignment(Family):
-    name = "assignment"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         n_tasks = 1 + 2 * difficulty

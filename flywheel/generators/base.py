@@ -1,23 +1,30 @@
 """The generator family interface, the registry, and ``generate_problem``.
 
-A family is one small module that subclasses ``Family`` and decorates itself with ``@register``. It only knows
-how to sample data, break it on purpose (infeasible instances), build the IR and tell the story; everything
-else (ids, templates, domains, formulation text, ground truth, reference programs) is shared here.
+A family is two files: ``flywheel/generators/<name>.py``, a ``Family`` subclass decorated with ``@register`` that
+knows how to sample data, break it on purpose (infeasible instances) and build the IR; and
+``flywheel/generators/spec/<name>.json``, its declarative half: metadata, the story domains' vocabularies, the
+sets and parameters the IR declares from the data, and the question templates (Jinja). Everything else (ids,
+generic phrasings, formulation text, ground truth, reference programs) is shared here.
 
 Adding a family (the checklist; flywheel/generators/README.md says more):
 
-1. One new module ``flywheel/generators/<name>.py`` shaped like ``diet.py``: ``_DOMAINS`` (>= 3 story domains,
-   each with its own vocabulary), a ``@register`` class with ``name``, ``problem_class`` (LP | IP | MILP | QP),
-   ``sectors`` (story domain -> one of ``APPLICATION_DOMAINS``, in ``_DOMAINS`` order: its keys are the family's
-   ``domains``), ``techniques`` (from ``TECHNIQUES``; default none), ``template_styles`` (one tuple of ``STYLES``
-   per own template) and, where some lists of the data have a natural order (periods), ``reorder_keys``.
+1. ``spec/<name>.json`` shaped like ``spec/diet.json``: ``problem_class`` (LP | IP | MILP | QP), ``techniques``
+   (from ``TECHNIQUES``), ``domains`` (>= 3 story domains, each with its ``sector``, one of
+   ``APPLICATION_DOMAINS``, and its own vocabulary), optionally ``reorder_keys`` (the lists of the data that the
+   reordered phrasing may shuffle, where some lists have a natural order), ``version`` (bump it when a change
+   alters the records of a seed), ``sets`` and ``params`` (what ``builder`` declares), and ``templates``.
 2. ``sample(rng, difficulty, domain)``: only the ``rng`` passed in; size grows with ``difficulty``; every number
    an int or a short decimal (the question must state it exactly); keep difficulty <= 3 solving well under 1 s.
+   ``self.vocab[domain]`` is the domain's vocabulary.
 3. ``make_infeasible``: a provable reason (say it in the module docstring).
-4. ``build``: ``ModelBuilder``; ``add_param`` for every number *as the question states it* (90 minutes stays
-   90; convert in the coefficients); linearise big-M / either-or / piecewise / min-max / abs / ratio yourself.
-5. ``question``: >= 4 own templates (a table, a story, units to convert, integrality left to the nouns, ...);
-   ``Family.phrase`` adds the generic story / distractor / reordered / implied-integrality variants on top.
+4. ``build``: ``b = self.builder(data)`` declares the spec's sets and parameters (every number *as the question
+   states it*: 90 minutes stays 90; convert in the coefficients); add the variables and constraints; linearise
+   big-M / either-or / piecewise / min-max / abs / ratio yourself.
+5. ``templates``: >= 4 (a table, a story, units to convert, integrality left to the nouns, ...), each with its
+   ``styles``; a template sees the data's keys, ``data``, ``v`` (the vocabulary), ``domain``, the text helpers
+   (``join``, ``listing``, ``table``, ``number_text``, ...), the module's names and whatever ``fields(data, v,
+   domain)`` returns (listings and rules that take more than a lookup). ``Family.phrase`` adds the generic story /
+   distractor / reordered / implied-integrality variants on top.
 6. Run ``tests/test_generators.py -k <name>`` and ``tests/test_render_matrix.py -k <name> -m slow``.
 
 Determinism: every random choice flows from ``numpy.random.default_rng(seed)``; the same (family, seed,
@@ -68,6 +75,9 @@ MIN_DIFFICULTY, MAX_DIFFICULTY = 1, 5
 def register(cls: type[Family]) -> type[Family]:
     """Class decorator: make a family available by its ``name``, after checking its metadata against the fixed
     vocabularies (techniques, application domains, phrasing styles)."""
+    if "name" not in vars(cls):
+        # The module's name is the family's: one name, not two to keep in step.
+        cls.name = cls.__module__.rsplit(".", 1)[-1]
     if cls.name in FAMILIES and FAMILIES[cls.name] is not cls:
         raise ValueError(f"family {cls.name!r} registered twice")
     where = f"family {cls.name}"
@@ -87,6 +97,9 @@ def register(cls: type[Family]) -> type[Family]:
     if bad_styles or len(cls.template_styles) not in (0, cls.n_templates):
         raise FlywheelError(f"template_styles: one tuple of {STYLES} per own template ({cls.n_templates}); "
                             f"got {cls.template_styles}", culprit=where)
+    if not cls.templates and cls.question is Family.question:
+        raise FlywheelError(f"no question templates: add 'templates' to {SPEC_DIR / cls.name}.json (or override "
+                            "question())", culprit=where)
     FAMILIES[cls.name] = cls
     return cls
 
@@ -139,7 +152,11 @@ class Family(ABC):
         win), with the family module's own names (helpers, constants) and Python's builtins in scope."""
         v = self.vocab[domain]
         template_obj, names = _compiled(type(self))[template]
-        return template_obj.render({**data, **names, "data": data, "v": v, "domain": domain, **self.fields(data, v, domain)})
+        context = {**data, **names, "data": data, "v": v, "domain": domain, **self.fields(data, v, domain)}
+        try:
+            return template_obj.render(context)
+        except jinja2.UndefinedError as exc:
+            raise FlywheelError(f"template {template}: {exc.message}", culprit=f"{SPEC_DIR / self.name}.json") from None
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         """Text the templates need that is more than a lookup (listings, rules): name -> value. Default none."""

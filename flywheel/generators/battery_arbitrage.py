@@ -23,8 +23,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class BatteryArbitrage(Family):
-    name = "battery_arbitrage"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
         capacity = int(rng.integers(20, 60))

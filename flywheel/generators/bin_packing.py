@@ -32,8 +32,6 @@ def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
 
 @register
 class BinPacking(Family):
-    name = "bin_packing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         items = names(vocab["items"], 3 + 2 * difficulty, "Item")

@@ -16,13 +16,11 @@ from flywheel.generators._text import listing, money, names
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
-# Per domain: product, raw materials, quantity unit, money unit, and qualities with (unit, low, high) ranges.
+# The vocabularies (spec/blending.json), per domain: product, raw materials, quantity unit, money unit, and qualities with (unit, low, high) ranges.
 
 
 @register
 class Blending(Family):
-    name = "blending"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         raws = names(vocab["raws"], 2 + difficulty, "Material")

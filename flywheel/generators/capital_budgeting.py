@@ -20,8 +20,6 @@ from solvers.ir import Model, VarType
 
 @register
 class CapitalBudgeting(Family):
-    name = "capital_budgeting"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         projects = names(self.vocab[domain]["projects"], 4 + 2 * difficulty, "Project")
         years = [f"Year{k}" for k in range(1, 2 + (difficulty + 1) // 2)]

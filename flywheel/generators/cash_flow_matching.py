@@ -20,8 +20,6 @@ from solvers.ir import Model, number_text
 
 @register
 class CashFlowMatching(Family):
-    name = "cash_flow_matching"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         bonds = names(self.vocab[domain]["bonds"], 3 + difficulty, "Bond")
         years = [f"Year{k}" for k in range(1, 3 + difficulty)]

@@ -21,8 +21,6 @@ from solvers.ir import Model, number_text
 
 @register
 class ConstrainedLeastSquares(Family):
-    name = "constrained_least_squares"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         buckets = v["buckets"][:2 + difficulty]

@@ -31,8 +31,6 @@ _PENALISED = (("hours_under", "w_hours_under", "hours below the goal"),
 
 @register
 class CourseGoals(Family):
-    name = "course_goals"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         items = names(self.vocab[domain]["items"], 2 + 2 * difficulty, "Offering")
         minutes = {c: 60 * int(rng.integers(1, 5)) for c in items}  # whole hours, stated in minutes

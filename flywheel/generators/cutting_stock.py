@@ -40,8 +40,6 @@ def _patterns(size: int, width: dict[str, int]) -> list[dict[str, int]]:
 
 @register
 class CuttingStock(Family):
-    name = "cutting_stock"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         orders = names(v["orders"], 1 + difficulty, "Order")

@@ -33,8 +33,6 @@ def _q(data: dict[str, Any]) -> float:
 
 @register
 class CVRP(Family):
-    name = "cvrp"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         customers = names(v["customers"], 2 + difficulty, "Customer")

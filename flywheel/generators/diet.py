@@ -16,8 +16,6 @@ from solvers.ir import Model, number_text
 
 @register
 class Diet(Family):
-    name = "diet"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         foods = names(vocab["foods"], 2 + 2 * difficulty, "Food")

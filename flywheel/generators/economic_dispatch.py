@@ -23,8 +23,6 @@ from solvers.ir import Model, number_text
 
 @register
 class EconomicDispatch(Family):
-    name = "economic_dispatch"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
         pmax = {u: int(rng.integers(60, 300)) for u in units}

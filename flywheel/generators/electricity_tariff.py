@@ -25,8 +25,6 @@ _BANDS = ("OffPeak", "Peak", "Shoulder")
 
 @register
 class ElectricityTariff(Family):
-    name = "electricity_tariff"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
         jobs = self.vocab[domain]["jobs"][:1 + (difficulty + 1) // 2]

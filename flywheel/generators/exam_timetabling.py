@@ -25,8 +25,6 @@ _SLOTS = ["MonAM", "MonPM", "TueAM", "TuePM", "WedAM", "WedPM", "ThuAM", "ThuPM"
 
 @register
 class ExamTimetabling(Family):
-    name = "exam_timetabling"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         exams = names(self.vocab[domain]["exams"], 5 + difficulty, "Item")
         slots = _SLOTS[: 3 + difficulty // 2]

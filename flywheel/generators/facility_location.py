@@ -17,8 +17,6 @@ from solvers.ir import Model, VarType
 
 @register
 class FacilityLocation(Family):
-    name = "facility_location"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         facilities = names(vocab["facilities"], 2 + difficulty, "Facility")

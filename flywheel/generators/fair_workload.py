@@ -23,8 +23,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class FairWorkload(Family):
-    name = "fair_workload"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         tasks = names(v["tasks"], 4 + 2 * difficulty, "Task")

@@ -20,8 +20,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class FixedChargeNetwork(Family):
-    name = "fixed_charge_network"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         depots = names(v["depots"], 1 + (difficulty + 1) // 2 + 1, "Depot")

@@ -35,8 +35,6 @@ def _makespan(order: list[str], machines: list[str], time: dict[str, dict[str, i
 
 @register
 class FlowShop(Family):
-    name = "flow_shop"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         jobs = names(v["jobs"], 2 + difficulty, "Job")

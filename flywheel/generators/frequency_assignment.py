@@ -28,8 +28,6 @@ def _pair(a: str, b: str) -> str:
 
 @register
 class FrequencyAssignment(Family):
-    name = "frequency_assignment"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         sites = names(self.vocab[domain]["sites"], 3 + 2 * difficulty, "Site")
         width = int(pick(rng, [5, 10, 20]))  # MHz between neighbouring channels

@@ -21,8 +21,6 @@ from solvers.ir import Model, number_text
 
 @register
 class GoalProgramming(Family):
-    name = "goal_programming"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         products = names(self.vocab[domain]["products"], 1 + 2 * difficulty, "Product")
         profit = {p: int(rng.integers(4, 40)) for p in products}

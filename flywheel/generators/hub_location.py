@@ -25,8 +25,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class HubLocation(Family):
-    name = "hub_location"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         origins = names(v["origins"], 4 + 2 * difficulty, "Origin")

@@ -23,8 +23,6 @@ from solvers.ir import Model, number_text
 
 @register
 class HydroScheduling(Family):
-    name = "hydro_scheduling"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 4 + 2 * difficulty)]
         capacity = int(rng.integers(20, 60)) * 10

@@ -19,8 +19,6 @@ from solvers.ir import Model
 
 @register
 class IndexTracking(Family):
-    name = "index_tracking"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         assets = names(v["assets"], 4 + difficulty, "Asset")

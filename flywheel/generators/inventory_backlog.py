@@ -20,8 +20,6 @@ from solvers.ir import Model, number_text
 
 @register
 class InventoryBacklog(Family):
-    name = "inventory_backlog"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         periods = self.vocab[domain]["periods"][:2 + 2 * difficulty]
         demand = {t: int(rng.integers(20, 120)) for t in periods}

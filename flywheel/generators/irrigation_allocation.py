@@ -31,8 +31,6 @@ def _capped_path(data: dict[str, Any]) -> float:
 
 @register
 class IrrigationAllocation(Family):
-    name = "irrigation_allocation"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         fields = names(v["fields"], 2 + difficulty, "Field")

@@ -22,8 +22,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class JobShop(Family):
-    name = "job_shop"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         jobs = names(v["jobs"], 2 + (difficulty + 1) // 2, "Job")

@@ -22,8 +22,6 @@ from solvers.ir import Model, number_text
 
 @register
 class LadForecast(Family):
-    name = "lad_forecast"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         feats = v["features"][:1 + (difficulty - 1) // 2]

@@ -24,8 +24,6 @@ from solvers.ir import Model, number_text
 
 @register
 class LoanPortfolioGoals(Family):
-    name = "loan_portfolio_goals"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         loans = names(self.vocab[domain]["loans"], 3 + difficulty, "Loan")
         fund = int(rng.integers(10, 60)) * 100  # thousand dollars

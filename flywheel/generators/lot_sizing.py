@@ -19,8 +19,6 @@ from solvers.ir import Model, VarType
 
 @register
 class LotSizing(Family):
-    name = "lot_sizing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         products = names(vocab["products"], 1 + difficulty // 2, "Product")

@@ -25,8 +25,6 @@ from solvers.ir import Model, VarType
 
 @register
 class MachineSetupMix(Family):
-    name = "machine_setup_mix"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         products = names(v["products"], 2 + difficulty, "Product")

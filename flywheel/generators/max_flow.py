@@ -15,13 +15,11 @@ from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
-# Node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
+# In spec/max_flow.json, node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
 
 
 @register
 class MaxFlow(Family):
-    name = "max_flow"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         middle = names(vocab["middle"], 2 + 2 * difficulty, "Node")

@@ -15,13 +15,11 @@ from flywheel.generators._text import join, listing, names, plural, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, number_text
 
-# Node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
+# In spec/min_cost_flow.json, node names carry no underscore, so an arc name ``From_To`` reads unambiguously.
 
 
 @register
 class MinCostFlow(Family):
-    name = "min_cost_flow"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         sources = names(vocab["sources"], 1 + (difficulty + 1) // 2, "Source")

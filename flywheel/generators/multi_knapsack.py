@@ -14,13 +14,11 @@ from flywheel.generators._text import join, listing, names
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
-# Per domain: the container, item names, the value unit, and each limited dimension's unit.
+# The vocabularies (spec/multi_knapsack.json), per domain: the container, item names, the value unit, and each limited dimension's unit.
 
 
 @register
 class MultiKnapsack(Family):
-    name = "multi_knapsack"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         items = names(vocab["items"], 2 + 4 * difficulty, "Item")

@@ -25,8 +25,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class NetworkCapacityDesign(Family):
-    name = "network_capacity_design"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         nodes = names(self.vocab[domain]["nodes"], 3 + difficulty, "Node")
         links = [f"{a}__{b}" for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True)]

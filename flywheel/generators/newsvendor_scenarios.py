@@ -23,8 +23,6 @@ _SCENARIOS = ["Weak", "Normal", "Strong", "Record", "Washout"]
 
 @register
 class NewsvendorScenarios(Family):
-    name = "newsvendor_scenarios"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         items = names(self.vocab[domain]["items"], difficulty, "Item")
         scenarios = _SCENARIOS[:2 + (difficulty + 1) // 2]

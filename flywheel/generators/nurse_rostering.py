@@ -21,8 +21,6 @@ from solvers.ir import Model, VarType
 
 @register
 class NurseRostering(Family):
-    name = "nurse_rostering"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         staff, shifts = names(v["staff"], 3 + difficulty, "Person"), v["shifts"]

@@ -24,8 +24,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class OperatingRoom(Family):
-    name = "operating_room"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         jobs = names(v["jobs"], 3 + difficulty + difficulty // 2, "Job")

@@ -26,8 +26,6 @@ _QUARTER = 15  # the budget is a whole number of quarter hours (minutes)
 
 @register
 class Orienteering(Family):
-    name = "orienteering"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         sites = names(v["sites"], 2 + difficulty, "Site")

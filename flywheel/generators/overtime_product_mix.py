@@ -25,8 +25,6 @@ _TIERS = ("regular", "overtime", "weekend")
 
 @register
 class OvertimeProductMix(Family):
-    name = "overtime_product_mix"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         products = names(self.vocab[domain]["products"], 2 + difficulty, "Product")
         labour = {p: int(rng.choice([6, 10, 12, 15, 20, 30, 45])) for p in products}  # minutes per unit

@@ -20,8 +20,6 @@ from solvers.ir import Model, VarType
 
 @register
 class PMedian(Family):
-    name = "p_median"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         sites = names(v["sites"], 3 + difficulty, "Site")

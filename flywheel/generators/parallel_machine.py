@@ -19,8 +19,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class ParallelMachine(Family):
-    name = "parallel_machine"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         jobs = names(vocab["jobs"], 2 + 2 * difficulty, "Job")

@@ -21,8 +21,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class PiecewiseProcurement(Family):
-    name = "piecewise_procurement"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         suppliers = names(self.vocab[domain]["suppliers"], 1 + (difficulty + 1) // 2, "Supplier")
         tiers = 2 + difficulty // 2

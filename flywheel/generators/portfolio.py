@@ -20,8 +20,6 @@ from solvers.ir import Model, number_text
 
 @register
 class Portfolio(Family):
-    name = "portfolio"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         assets = names(self.vocab[domain]["assets"], 2 + 2 * difficulty, "Asset")
         k = len(assets)

@@ -14,13 +14,11 @@ from flywheel.generators._text import listing, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
-# Per domain: what is made, what limits it, the unit of the resource, and a few product / resource names.
+# The vocabularies (spec/production_planning.json), per domain: what is made, what limits it, the unit of the resource, and a few product / resource names.
 
 
 @register
 class ProductionPlanning(Family):
-    name = "production_planning"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         n_prod = min(2 + difficulty, len(vocab["items"]))

@@ -22,8 +22,6 @@ from solvers.ir import Model, number_text
 
 @register
 class ProductionSmoothing(Family):
-    name = "production_smoothing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 5 + 2 * difficulty)]
         demand = {t: int(rng.integers(40, 200)) for t in periods}

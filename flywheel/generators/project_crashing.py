@@ -30,8 +30,6 @@ def _longest(acts: list[str], pred: dict[str, list[str]], dur: dict[str, int]) -
 
 @register
 class ProjectCrashing(Family):
-    name = "project_crashing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         acts = names(self.vocab[domain]["acts"], 4 + 2 * difficulty, "Task")
         normal = {a: int(rng.integers(3, 16)) for a in acts}

@@ -34,8 +34,6 @@ def _upper(data: dict[str, Any], item: str, k: int) -> float:
 
 @register
 class QuantityDiscount(Family):
-    name = "quantity_discount"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         items = names(self.vocab[domain]["items"], 1 + difficulty, "Item")
         tiers = 2 + difficulty // 2

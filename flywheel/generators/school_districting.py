@@ -22,8 +22,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class SchoolDistricting(Family):
-    name = "school_districting"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         areas = names(v["areas"], 4 + 3 * difficulty, "Area")

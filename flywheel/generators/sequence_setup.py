@@ -24,8 +24,6 @@ from solvers.ir import Model
 
 @register
 class SequenceSetup(Family):
-    name = "sequence_setup"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         jobs = names(v["jobs"], 3 + difficulty, "Job")

@@ -18,8 +18,6 @@ from solvers.ir import Model, VarType
 
 @register
 class SetCover(Family):
-    name = "set_cover"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         cands = names(vocab["candidates"], 5 + 2 * difficulty, "Candidate")

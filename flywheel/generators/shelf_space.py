@@ -25,8 +25,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class ShelfSpace(Family):
-    name = "shelf_space"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         pools = self.vocab[domain]["categories"]
         categories = list(pools)[:2 + (difficulty >= 3) + (difficulty >= 5)]

@@ -23,8 +23,6 @@ _SHIFTS = (("Full", 8), ("Half", 4), ("Long", 12))
 
 @register
 class ShiftStaffing(Family):
-    name = "shift_staffing"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         period_hours, n_types = _LEVELS[difficulty]
         periods = [f"h{h:02d}" for h in range(0, 24, period_hours)]

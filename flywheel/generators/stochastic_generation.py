@@ -23,8 +23,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class StochasticGeneration(Family):
-    name = "stochastic_generation"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
         scenarios = self.vocab[domain]["scen"][:1 + (difficulty + 2) // 2]

@@ -22,8 +22,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class TeamSelection(Family):
-    name = "team_selection"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         positions = list(v["positions"])[: 3 + difficulty // 3]

@@ -17,8 +17,6 @@ from solvers.ir import Model
 
 @register
 class Transportation(Family):
-    name = "transportation"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         sources = names(vocab["sources"], 1 + difficulty, "Source")

@@ -21,8 +21,6 @@ from solvers.ir import Model, number_text
 
 @register
 class Transshipment(Family):
-    name = "transshipment"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         sources = names(v["sources"], 2 + difficulty // 2, "Source")

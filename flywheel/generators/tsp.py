@@ -17,13 +17,11 @@ from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
-# Place names carry no underscore, so a route name ``From_To`` reads unambiguously.
+# In spec/tsp.json, place names carry no underscore, so a route name ``From_To`` reads unambiguously.
 
 
 @register
 class TSP(Family):
-    name = "tsp"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         places = [vocab["depot"], *names(vocab["stops"], 2 + difficulty, "Stop")]

@@ -23,8 +23,6 @@ _SCENARIOS = ["Low", "Medium", "High", "Surge", "Slump", "Boom"]
 
 @register
 class TwoStageCapacity(Family):
-    name = "two_stage_capacity"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         sites = names(self.vocab[domain]["sites"], 1 + (difficulty + 1) // 2, "Site")
         scenarios = _SCENARIOS[:2 + difficulty // 2 + (difficulty > 3)]

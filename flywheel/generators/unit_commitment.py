@@ -20,8 +20,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class UnitCommitment(Family):
-    name = "unit_commitment"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         units = names(self.vocab[domain]["units"], 2 + (difficulty + 1) // 2, "Unit")
         periods = [f"H{k}" for k in range(1, 3 + difficulty)]

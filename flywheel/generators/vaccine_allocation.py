@@ -22,8 +22,6 @@ from solvers.ir import Model, number_text
 
 @register
 class VaccineAllocation(Family):
-    name = "vaccine_allocation"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         depots = names(v["depots"], 2 + difficulty // 2, "Depot")

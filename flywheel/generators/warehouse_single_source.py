@@ -20,8 +20,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class WarehouseSingleSource(Family):
-    name = "warehouse_single_source"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
         sites = names(v["sites"], 2 + difficulty, "Site")

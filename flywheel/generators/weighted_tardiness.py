@@ -26,8 +26,6 @@ from solvers.ir import Model, VarType, number_text
 
 @register
 class WeightedTardiness(Family):
-    name = "weighted_tardiness"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         jobs = names(self.vocab[domain]["jobs"], (3, 4, 4, 5, 6)[difficulty - 1], "Job")
         time = {j: int(rng.integers(2, 13)) * 5 for j in jobs}

@@ -33,8 +33,6 @@ def _most_staff(data: dict[str, Any]) -> list[int]:
 
 @register
 class WorkforcePlanning(Family):
-    name = "workforce_planning"
-
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         months = list(_MONTHS[:3 + difficulty])
         data = {"months": months, "staff0": int(rng.integers(20, 60)), "ratio": int(rng.integers(10, 35))}
