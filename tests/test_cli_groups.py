@@ -49,6 +49,9 @@ def test_generators_list_filters_by_technique_and_show_prints_the_seeded_questio
     res = runner.invoke(generators.app, ["show", "diet", "--seed", "4", "--difficulty", "2", "--format", "json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["question"] == generate_problem("diet", 4, 2).question
+    csv_out = runner.invoke(generators.app, ["list", "--technique", "subtour_elimination", "--format", "csv"])
+    assert csv_out.exit_code == 0 and csv_out.output.splitlines()[0].startswith("name,class,techniques")
+    assert {r["name"] for r in rows} == {line.split(",")[0] for line in csv_out.output.splitlines()[1:]}
     res = runner.invoke(generators.app, ["show", "diet", "--seed", "4", "--difficulty", "2", "--infeasible",
                                          "--format", "json"])
     assert json.loads(res.output)["infeasible_by_design"] is True

@@ -2,35 +2,26 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 from rich.console import Console
 
-from flywheel.commands.tables import render_table
-from solvers.errors import ConfigError
+from flywheel.commands.tables import check_format, print_table
 
 app = typer.Typer(help="Generator families: list them (class, techniques, sectors), show one problem.",
                   no_args_is_help=True)
 
 
-def _fmt(fmt: str, allowed: tuple[str, ...]) -> str:
-    if fmt not in allowed:
-        raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(allowed)}", culprit="--format")
-    return fmt
-
-
 @app.command("list")
 def list_(
     technique: str | None = typer.Option(None, "--technique", help="only families exercising this technique"),
-    fmt: str = typer.Option("table", "--format", help="table | json"),
+    fmt: str = typer.Option("table", "--format", help="table | json | csv"),
 ) -> None:
     """Every registered family: problem class, modelling techniques, application sectors, phrasings."""
     from flywheel.generators._phrasing import TECHNIQUES
     from flywheel.generators.base import family_names, get_family
     from solvers.errors import unknown_name
 
-    _fmt(fmt, ("table", "json"))
+    check_format(fmt)
     if technique is not None and technique not in TECHNIQUES:
         raise unknown_name("technique", technique, list(TECHNIQUES))
     rows = []
@@ -41,13 +32,13 @@ def list_(
         rows.append({"name": name, "class": fam.problem_class, "techniques": list(fam.techniques),
                      "sectors": sorted(set(fam.sectors.values())), "domains": list(fam.domains),
                      "templates": fam.n_templates, "version": fam.version})
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2))
+    if fmt != "table":
+        print_table(rows, fmt=fmt)
         return
     console = Console()
-    render_table([{**r, "techniques": ", ".join(r["techniques"]) or "-"} for r in rows], console,
-                 title=f"{len(rows)} generator families", columns=["name", "class", "techniques", "templates"],
-                 priority=["name", "class", "techniques"])
+    print_table([{**r, "techniques": ", ".join(r["techniques"]) or "-"} for r in rows], console=console,
+                title=f"{len(rows)} generator families", columns=["name", "class", "techniques", "templates"],
+                priority=["name", "class", "techniques"])
     counts = {t: sum(t in r["techniques"] for r in rows) for t in TECHNIQUES}
     sectors = sorted({s for r in rows for s in r["sectors"]})
     console.print("families per technique: " + ", ".join(f"{t} {n}" for t, n in counts.items() if n), highlight=False)
@@ -65,7 +56,7 @@ def show(
     """One problem of a family: its question, techniques and measured size (``--format json``: the record)."""
     from flywheel.generators.base import generate_problem, get_family
 
-    _fmt(fmt, ("text", "json"))
+    check_format(fmt, ("text", "json"))
     problem = generate_problem(family, seed, difficulty, 1.0 if infeasible else 0.0)
     if fmt == "json":
         typer.echo(problem.model_dump_json(indent=2))

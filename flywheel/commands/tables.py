@@ -154,9 +154,9 @@ def to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = No
     return buf.getvalue()
 
 
-def check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", param_hint="--format")
+def check_format(fmt: str, allowed: Sequence[str] = FORMATS) -> str:
+    if fmt not in allowed:
+        raise typer.BadParameter(f"unknown format {fmt!r}; choose one of {', '.join(allowed)}", param_hint="--format")
     return fmt
 
 

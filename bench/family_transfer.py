@@ -1,0 +1,121 @@
+"""Does the family breadth matter? (issue 20's proof): fine-tune the same pretrained checkpoint on the same number
+of SFT rows drawn (a) from the 16 families main had before issue 20 and (b) from all registered families, and
+report zero-shot Pass@1 (strict and lenient, greedy) on the public benchmarks (``../shared/benchmarks``) and on
+problems from unseen seeds of both family sets. The base checkpoint's score on the same items is the baseline.
+
+Both arms share every setting but the families: rows, difficulties, steps, learning rate, seed, the prompt
+template and the compact reference programs (the demo's recipe, ``flywheel.demo``). Held-out problems come from
+seeds the training rounds never use.
+
+    python bench/family_transfer.py --rows 288 --steps 72 --bench-limit 0      # the issue's setting (hours)
+    python bench/family_transfer.py --rows 160 --steps 40 --bench-limit 40     # a shorter run
+
+Writes bench/results/family_transfer[_LABEL].json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine  # noqa: E402
+
+from flywheel.demo.run import Demo  # noqa: E402
+from flywheel.demo.sizes import ALL_FAMILIES, SIZES  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# The families on main before issue 20 (git log: added 2026-11-30); the other 49 came with issue 20.
+ORIGINAL_16 = ("assignment", "bin_packing", "blending", "diet", "facility_location", "lot_sizing", "max_flow",
+               "min_cost_flow", "multi_knapsack", "parallel_machine", "portfolio", "production_planning",
+               "set_cover", "shift_staffing", "transportation", "tsp")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=288, help="SFT rows of each arm (same count)")
+    ap.add_argument("--steps", type=int, default=72, help="SFT steps of each arm (batch 4)")
+    ap.add_argument("--difficulties", default="1,2")
+    ap.add_argument("--heldout", type=int, default=32, help="unseen-seed problems per family set and difficulty")
+    ap.add_argument("--bench-limit", type=int, default=0, help="first N items of each benchmark; 0 = all")
+    ap.add_argument("--benchmarks", default="nl4opt,mamo_easylp")
+    ap.add_argument("--no-base", action="store_true", help="skip the base checkpoint's scores")
+    ap.add_argument("--work", type=Path, default=Path("runs/family-transfer"))
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+    diffs = tuple(int(d) for d in args.difficulties.split(","))
+    arms = {"16": ORIGINAL_16, "all": ALL_FAMILIES}
+    missing = sorted(set(ORIGINAL_16) - set(ALL_FAMILIES))
+    if missing:
+        raise SystemExit(f"families not registered: {missing}")
+    per_difficulty = -(-args.rows // len(diffs)) + 16  # a margin for problems the contracts reject
+    t0 = time.perf_counter()
+    demos: dict[str, Demo] = {}
+    for arm, fams in arms.items():
+        size = replace(SIZES["speedrun"], families=tuple(fams), round0_difficulties=diffs,
+                       heldout_difficulties=diffs, round0_problems=per_difficulty, heldout_problems=args.heldout,
+                       rounds=0, bench_limit=args.bench_limit, benchmarks=tuple(args.benchmarks.split(",")),
+                       sft_steps=args.steps)
+        demos[arm] = Demo(size, args.work / arm, RESULTS)
+    base = demos["16"].base_checkpoint()
+    heldout = {arm: d.heldout() for arm, d in demos.items()}
+    result: dict[str, Any] = {"bench": "family_transfer", "label": args.label or "default", "machine": machine(),
+                              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "settings": {"rows": args.rows, "steps": args.steps, "difficulties": list(diffs),
+                                           "heldout_per_difficulty": args.heldout, "bench_limit": args.bench_limit,
+                                           "benchmarks": args.benchmarks.split(","), "init": "smollm2",
+                                           "families": {a: len(f) for a, f in arms.items()}},
+                              "models": {}}
+    models: dict[str, Path] = {} if args.no_base else {"base": base}
+    for arm, demo in demos.items():
+        demo.say(f"arm {arm}: {len(arms[arm])} families -> {args.rows} SFT rows -> {args.steps} steps")
+        for d in diffs:
+            demo.store_round(f"r0-d{d}", seed=d, difficulty=d, problems=per_difficulty)
+        shard = demo.export("sft", demo.work / "shards" / "sft0")
+        sub = demo.subsample(demo.work / "shards" / "sft0", args.rows, demo.work / "shards" / f"sft-{args.rows}")
+        result["settings"][f"rows_available_{arm}"] = shard["counts"]["train"]
+        run = demo.train(f"sft-{arm}", demo.recipe(f"sft-{arm}", "sft", [sub], steps=args.steps,
+                                                    seq_len=demo.size.sft_seq_len, lr=demo.size.lr_sft, init=base))
+        models[f"sft-{arm}"] = run / "final"
+        result["settings"][f"train_s_{arm}"] = demo.results["stages"].get(f"train:sft-{arm}")
+    for name, ckpt in models.items():
+        row: dict[str, Any] = {}
+        for arm, demo in demos.items():
+            ev = demo.evaluate(ckpt, heldout[arm], f"{name}-on-{arm}")
+            row[f"heldout_{arm}"] = {k: ev[k] for k in ("items", "pass@1_strict", "pass@1_lenient")}
+        row.update(demos["all"].benchmarks(ckpt, name))
+        result["models"][name] = row
+        (RESULTS / f"family_transfer{'_' + args.label if args.label else ''}.json").write_text(
+            json.dumps(result, indent=2, default=str) + "\n")  # after every model: a stopped run keeps its rows
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    suffix = f"_{args.label}" if args.label else ""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"family_transfer{suffix}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    text = table(result)
+    (RESULTS / f"family_transfer{suffix}.md").write_text(text + "\n")
+    print(text)
+
+
+def table(r: dict[str, Any]) -> str:
+    """Strict / lenient Pass@1 per model (rows) and test set (columns); fits 80 columns for two benchmarks."""
+    sets = ["heldout_16", "heldout_all", *r["settings"]["benchmarks"]]
+    head = "| model | " + " | ".join(s.replace("heldout_", "unseen ") for s in sets) + " |"
+    lines = [f"Family transfer: {r['settings']['rows']} SFT rows, {r['settings']['steps']} steps, strict / "
+             "lenient Pass@1 (items)", "", head, "|---|" + "---:|" * len(sets)]
+    for name, row in r["models"].items():
+        cells = []
+        for s in sets:
+            e = row.get(s) or {}
+            cells.append(f"{e['pass@1_strict']:.0%} / {e['pass@1_lenient']:.0%} ({e['items']})"
+                         if "pass@1_strict" in e else e.get("skipped", "-"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
