@@ -40,11 +40,6 @@ class ConstrainedLeastSquares(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         buckets, reps = b.elements("buckets", "reps")
-        b.add_param("obs", {(k, r): data["obs"][k][r] for k in buckets for r in reps}, ("buckets", "reps"), "",
-                    "an observed value")
-        b.add_param("lower", data["lower"], (), "", "least allowed level")
-        b.add_param("upper", data["upper"], (), "", "largest allowed level")
-        b.add_param("min_step", data["min_step"], (), "", "least change between neighbouring buckets")
         level = b.add_vars("level", ("buckets",), lb=data["lower"], ub=data["upper"],
                            description="calibrated level of a bucket")
         resid = b.add_vars("residual", ("buckets", "reps"), lb=None, description="observation minus its level")

@@ -48,11 +48,6 @@ class HubLocation(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         origins, hubs = b.elements("origins", "hubs")
-        b.add_param("cost", {(o, h): data["cost"][o][h] for o in origins for h in hubs}, ("origins", "hubs"),
-                    "dollars per unit", "collection cost from an origin to a hub")
-        b.add_param("fixed", data["fixed"], ("hubs",), "thousand dollars", "fixed cost of opening a hub")
-        b.add_param("extra", data["extra"], ("hubs",), "units", "most extra capacity at an open hub")
-        b.add_param("premium", data["premium"], ("hubs",), "dollars per unit", "cost of a unit of extra capacity")
         x = b.add_vars("assign", ("origins", "hubs"), VarType.BINARY, description="1 if the origin uses the hub")
         y = b.add_vars("open", ("hubs",), VarType.BINARY, description="1 if the hub is opened")
         e = b.add_vars("extra_used", ("hubs",), description="extra capacity bought at a hub", unit="units")

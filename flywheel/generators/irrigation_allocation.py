@@ -50,11 +50,6 @@ class IrrigationAllocation(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         fields, periods = b.elements("fields", "periods")
-        b.add_param("need", {(f, t): data["need"][f][t] for f in fields for t in periods}, ("fields", "periods"),
-                    "m3 per area unit", "water a planted unit needs in a period")
-        b.add_param("value", data["value"], ("fields",), "dollars per area unit", "value of a planted unit")
-        b.add_param("max_area", data["max_area"], ("fields",), "area units", "most that can be planted")
-        b.add_param("inflow", data["inflow"], ("periods",), "thousand m3", "inflow to the reservoir")
         for key, unit, desc in (("capacity", "thousand m3", "reservoir capacity"),
                                 ("initial", "thousand m3", "storage at the start"),
                                 ("reserve", "thousand m3", "least storage at the end"),

@@ -53,13 +53,6 @@ class LadForecast(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         feats, obs = b.elements("features", "obs")
-        b.add_param("x", {(t, f): data["x"][t][f] for t in obs for f in feats}, ("obs", "features"), "",
-                    "feature value of an observation")
-        b.add_param("y", data["y"], ("obs",), "", "observed target")
-        b.add_param("cap", data["cap"], ("features",), "", "largest allowed size of a slope")
-        b.add_param("intercept_max", data["intercept_max"], (), "", "largest allowed intercept")
-        b.add_param("point", data["point"], ("features",), "", "feature values of the planning point")
-        b.add_param("floor", data["floor"], (), "", "least forecast required at the planning point")
         a = b.add_var("intercept", description="fitted intercept")
         slope = b.add_vars("slope", ("features",), lb=None, description="fitted slope of a feature")
         over = b.add_vars("over", ("obs",), description="amount the fit exceeds an observation")

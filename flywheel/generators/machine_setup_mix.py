@@ -51,13 +51,6 @@ class MachineSetupMix(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         products, machines = b.elements("products", "machines")
-        b.add_param("minutes", {(p, m): data["minutes"][p][m] for p in products for m in machines},
-                    ("products", "machines"), "minutes per unit", "machine time of one unit")
-        b.add_param("hours", data["hours"], ("machines",), "hours", "machine capacity")
-        b.add_param("market", data["market"], ("products",), "units", "most units sold (big-M of the setup)")
-        b.add_param("lot", data["lot"], ("products",), "units", "minimum lot of a product that is made")
-        b.add_param("margin", data["margin"], ("products",), "dollars per unit", "margin of one unit")
-        b.add_param("setup", data["setup"], ("products",), "dollars", "setup cost of making a product at all")
         x = b.add_vars("make", ("products",), description="units made", unit="units")
         y = b.add_vars("setup_on", ("products",), VarType.BINARY, description="1 if the product is set up")
         b.con_group("min_lot", ("products",), "either nothing or at least the minimum lot (either-or)")

@@ -45,11 +45,6 @@ class SchoolDistricting(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         areas, sites = b.elements("areas", "sites")
-        b.add_param("distance", {(a, s): data["distance"][a][s] for a in areas for s in sites}, ("areas", "sites"),
-                    "km", "distance from a neighbourhood to a site")
-        b.add_param("capacity", data["capacity"], ("sites",), "students", "capacity of a site")
-        b.add_param("low_pct", data["low_pct"], (), "%", "least enrolment as a percentage of capacity")
-        b.add_param("high_pct", data["high_pct"], (), "%", "most enrolment as a percentage of capacity")
         x = b.add_vars("assign", ("areas", "sites"), VarType.BINARY, description="1 if the area goes to the site")
         b.con_group("one_site", ("areas",), "every neighbourhood goes to exactly one site (partitioning)")
         for a in areas:

@@ -46,11 +46,6 @@ class VaccineAllocation(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         depots, regions = b.elements("depots", "regions")
-        b.add_param("limit", {(d, r): data["limit"][d][r] for d in depots for r in regions}, ("depots", "regions"),
-                    "units", "most a route can carry")
-        b.add_param("population", data["population"], ("regions",), "thousand people", "people in a region")
-        b.add_param("per_head", data["per_head"], (), "units per person", "units one person needs")
-        b.add_param("floor_pct", data["floor_pct"], (), "%", "least coverage of every region")
         ship = b.add_vars("ship", ("depots", "regions"), description="units sent along a route", unit="units")
         worst = b.add_var("worst", description="coverage of the worst-covered region (a fraction)")
         need = {r: data["per_head"] * 1000 * data["population"][r] for r in regions}
