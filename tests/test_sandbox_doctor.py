@@ -32,6 +32,10 @@ def test_doctor_reports_the_layers_a_program_really_gets() -> None:
     assert layers["cgroup memory + pids caps"]["active"] == any(x.startswith("cgroup-v") for x in isolation)
     assert layers["seccomp"]["active"] == ("seccomp" in isolation)
     assert layers["unprivileged uid per slot"]["active"] == ("uid" in isolation) == (os.geteuid() == 0)
+    # the contract jail is probed for real: its in-process layers are always there, bwrap where the slots have it
+    jail = data["contract_jail"].split("+")
+    assert {"rlimits"} <= set(jail) and ("bwrap" in jail) == ("bwrap" in isolation)
+    assert ("seccomp" in jail) == ("seccomp" in isolation)
 
 
 def test_doctor_table_names_every_layer() -> None:

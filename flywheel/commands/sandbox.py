@@ -151,6 +151,14 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("table", "json"):
             raise SandboxError(f"unknown format {fmt!r}; known: table, json", culprit="--format")
         data = diagnose(run_program=run)
+        if run:
+            # User contract files and repairs run in their own jail (contracts.jail), not in a sandbox slot.
+            from contracts import blind
+
+            try:
+                data["contract_jail"] = blind.isolation("blind")
+            finally:
+                blind.shutdown()
         if fmt == "json":
             typer.echo(json.dumps(data, indent=2))
             return
@@ -160,6 +168,8 @@ def register(app: typer.Typer) -> None:
                      priority=("layer", "on", "detail"))
         if "isolation" in data:
             console.print(f"a program here runs with: {data['isolation']} ({data['probe_status']})", highlight=False)
+        if "contract_jail" in data:
+            console.print(f"user contracts and repairs run with: {data['contract_jail']}", highlight=False)
 
     _register_serve(sandbox_app)
     app.add_typer(sandbox_app, name="sandbox")
