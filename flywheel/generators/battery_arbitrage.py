@@ -42,13 +42,6 @@ class BatteryArbitrage(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (hours,) = b.elements("hours")
-        for key, unit, what in (("capacity", "energy", "storage capacity"), ("opening", "energy", "opening charge"),
-                                ("end_level", "energy", "least charge at the end"),
-                                ("reserve_pct", "percent", "least charge, share of capacity"),
-                                ("charge_max", "power", "most charging per hour"),
-                                ("discharge_max", "power", "most discharging per hour"),
-                                ("efficiency", "percent", "share of charged energy that is stored")):
-            b.add_param(key, data[key], (), unit, what)
         charge = b.add_vars("charge", ("hours",), description="energy bought and charged")
         discharge = b.add_vars("discharge", ("hours",), description="energy discharged and sold")
         mode = b.add_vars("charging", ("hours",), VarType.BINARY, description="1 if the hour charges, 0 if it may "

@@ -56,12 +56,6 @@ class CourseGoals(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (items,) = b.elements("items")
-        for key, unit, desc in (("minutes", "minutes", "weekly length of one section"),
-                                ("cost", "thousand dollars", "cost of one section"),
-                                ("score", "points", "satisfaction points of one section"),
-                                ("min_sections", "sections", "fewest sections of an offering"),
-                                ("max_sections", "sections", "most sections of an offering")):
-            b.add_param(key, data[key], ("items",), unit, desc)
         for key, unit, desc in (("slots", "sections", "room slots for all sections"),
                                 ("hours_goal", "hours", "weekly teaching-hours goal"),
                                 ("budget_goal", "thousand dollars", "budget goal"),

@@ -47,15 +47,6 @@ class EconomicDispatch(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (units,) = b.elements("units")
-        for key, unit, what in (("pmin", "quantity", "minimum output"), ("pmax", "quantity", "maximum output"),
-                                ("ramp", "quantity per minute", "ramp rate"),
-                                ("fixed", "money per hour", "no-load cost a"),
-                                ("linear", "money per quantity", "linear cost coefficient b"),
-                                ("quad", "money per quantity squared", "quadratic cost coefficient c")):
-            b.add_param(key, data[key], ("units",), unit, what)
-        b.add_param("window", data["window"], (), "minutes", "time within which reserve must respond")
-        b.add_param("demand", data["demand"], (), "quantity", "demand of the hour")
-        b.add_param("reserve_pct", data["reserve_pct"], (), "percent", "reserve required, share of demand")
         out = b.add_vars("output", ("units",), description="output of a unit")
         res = b.add_vars("reserve", ("units",), description="spinning reserve held on a unit")
         b.con_group("balance", (), "outputs meet demand")

@@ -43,13 +43,6 @@ class HydroScheduling(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (periods,) = b.elements("periods")
-        for key, unit, what in (("capacity", "water", "reservoir capacity"), ("opening", "water", "opening volume"),
-                                ("outlet_max", "water", "most release in a period"),
-                                ("min_release", "water", "least release in a period"),
-                                ("factor", "output per water", "output from one unit of release"),
-                                ("min_pct", "percent", "least volume, share of capacity"),
-                                ("end_pct", "percent", "least final volume, share of capacity")):
-            b.add_param(key, data[key], (), unit, what)
         release = b.add_vars("release", ("periods",), description="water released through the outlet")
         spill = b.add_vars("spill", ("periods",), description="water spilled without value")
         low = data["min_pct"] / 100 * data["capacity"]

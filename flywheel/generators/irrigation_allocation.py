@@ -50,12 +50,6 @@ class IrrigationAllocation(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         fields, periods = b.elements("fields", "periods")
-        for key, unit, desc in (("capacity", "thousand m3", "reservoir capacity"),
-                                ("initial", "thousand m3", "storage at the start"),
-                                ("reserve", "thousand m3", "least storage at the end"),
-                                ("evap_pct", "%", "share of storage evaporating each period"),
-                                ("loss_pct", "%", "share of released water lost in the canals")):
-            b.add_param(key, data[key], (), unit, desc)
         area = b.add_vars("plant", ("fields",), description="area planted", unit="area units")
         store = b.add_vars("storage", ("periods",), ub=data["capacity"], description="storage at the period's end",
                            unit="thousand m3")

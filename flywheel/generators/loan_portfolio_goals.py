@@ -44,14 +44,6 @@ class LoanPortfolioGoals(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (loans,) = b.elements("loans")
-        for key, unit, desc in (("fund", "thousand dollars", "fund to lend in full"),
-                                ("return_goal", "thousand dollars", "interest income goal"),
-                                ("risk_target", "score", "target average risk score"),
-                                ("share", "percent", "priority share goal of all lending"),
-                                ("w_return", "points per thousand dollars", "penalty per unit of return shortfall"),
-                                ("w_risk", "points per score x thousand dollars", "penalty per unit of excess risk"),
-                                ("w_share", "points per thousand dollars", "penalty per unit of share shortfall")):
-            b.add_param(key, data[key], (), unit, desc)
         x = b.add_vars("lend", ("loans",), description="amount lent per loan type", unit="thousand dollars")
         dev = {(g, s): b.add_var(f"{g}_{s}", description=f"{s} deviation from the {g} goal")
                for g in ("return", "risk", "share") for s in ("under", "over")}

@@ -48,12 +48,6 @@ class WorkforcePlanning(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (months,) = b.elements("months")
-        for key, unit, desc in (("staff0", "staff", "experienced staff now"),
-                                ("ratio", "percent", "most trainees per 100 experienced staff"),
-                                ("salary", "dollars per month", "salary of one experienced staff member"),
-                                ("hire_cost", "dollars", "hiring and training cost of one trainee"),
-                                ("fire_cost", "dollars", "severance of one layoff")):
-            b.add_param(key, data[key], (), unit, desc)
         staff = b.add_vars("staff", ("months",), VarType.INTEGER, description="experienced staff in a month")
         hire = b.add_vars("hire", ("months",), VarType.INTEGER, description="trainees hired in a month")
         fire = b.add_vars("fire", ("months",), VarType.INTEGER, description="layoffs at the start of a month")
