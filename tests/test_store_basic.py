@@ -289,3 +289,14 @@ def test_catalog_file_serves_the_same_views_to_the_duckdb_cli(tmp_path: Path) ->
         assert json.loads(version) == SCHEMA_VERSION
     finally:
         con.close()
+
+
+def test_a_new_store_is_private_to_its_owner_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    """The ground truth lives in the store: processes running user code as another uid must not list it."""
+    Store.open(tmp_path / "new").close()
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+    shared = tmp_path / "shared"
+    Store.open(shared).close()
+    shared.chmod(0o750)  # the owner chose to share it with a group: reopening does not undo that
+    Store.open(shared).close()
+    assert shared.stat().st_mode & 0o777 == 0o750

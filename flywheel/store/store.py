@@ -16,6 +16,7 @@ one writer appends; a reader sees the parts committed when it opened (``refresh(
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -97,6 +98,10 @@ class Store:
             if root.exists() and any(not _ours(p.name) for p in root.iterdir()):
                 raise StoreError("directory is not empty and is not a store (no store.json)", culprit=str(root))
             _check_writable(root)
+            with contextlib.suppress(OSError):
+                # Private to its owner: the ground truth lives here, and processes that run user code as
+                # another uid (the contract jail without bubblewrap, sandbox slots) must not be able to list it.
+                root.chmod(0o700)
             creator = cls(root)
             try:
                 with creator.writer:
