@@ -9,7 +9,7 @@ only (reading host files is then possible; ``isolation`` says so).
 
 Inside (``lock_down``, once the child has imported what it needs): an unprivileged uid (as root; it drops every
 capability), RLIMIT_FSIZE 0 (no file can be written, so nothing passes through a file to another process),
-RLIMIT_NPROC and no core dumps, a new network namespace where bubblewrap gave none, and the sandbox's seccomp filter
+RLIMIT_NPROC, RLIMIT_AS (``MEMORY_BYTES``) and no core dumps, a new network namespace where bubblewrap gave none, and the sandbox's seccomp filter
 (no IP, netlink or packet sockets; no ptrace, mount or namespaces).
 """
 
@@ -26,6 +26,10 @@ from pathlib import Path
 # signal or read the other's /proc even where they share a pid namespace (no bubblewrap).
 UIDS = {"blind": 64_990, "answer": 64_991}
 NPROC = 32  # threads count too; the child is single-threaded, a library may start a few
+# Address space of one jailed child (RLIMIT_AS): a user contract that allocates more gets MemoryError (a
+# contract_error verdict), never the host's memory. The child itself (interpreter, numpy, the packages) maps
+# well under 1 GiB.
+MEMORY_BYTES = 4 << 30
 CLONE_NEWNET = 0x40000000
 
 
@@ -62,6 +66,7 @@ def lock_down(role: str, bwrapped: bool) -> list[str]:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     layers.append("rlimits")
     if seccomp.supported():
         seccomp.install()

@@ -313,3 +313,23 @@ def test_a_user_file_loads_only_in_the_blind_process(tmp_path: Path) -> None:
     bad.write_text("import no_such_module_here\n")
     with pytest.raises(Exception, match=r"bad.py.*ModuleNotFoundError"):
         load_contract_file(bad)
+
+
+def test_a_contract_that_allocates_too_much_gets_memory_error_and_the_next_call_works(tmp_path: Path) -> None:
+    """RLIMIT_AS in the jail: a user check asking for more than ``jail.MEMORY_BYTES`` is a contract error, not the
+    host's memory; the warm child stays usable."""
+    from contracts import jail
+
+    user = tmp_path / "hungry.py"
+    user.write_text(
+        "from contracts import Verdict, contract\n\n\n"
+        "@contract(stage='after_execution', severity='warn')\n"
+        f"def hungry(sample):\n    return Verdict.passed(str(len(bytearray({jail.MEMORY_BYTES + (1 << 30)}))))\n\n\n"
+        "@contract(stage='after_execution', severity='warn')\n"
+        "def modest(sample):\n    return Verdict.passed(str(len(bytearray(1 << 20))))\n")
+    _, defined = load_contract_file(user)
+    sample = make_sample(problem_with_truth("production_planning", 2), attempt_id="s")
+    report = run_suite(Suite(name="u", contracts=tuple(defined)), [sample])
+    rows = {v.contract: v for v in report.verdicts}
+    assert rows["hungry"].outcome == "contract_error" and "MemoryError" in rows["hungry"].message
+    assert rows["modest"].outcome == "pass" and rows["modest"].message == str(1 << 20)
