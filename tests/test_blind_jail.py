@@ -215,8 +215,9 @@ def jail_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         if os.geteuid() != 0:
             pytest.skip("the no-bwrap jail drops to another uid only as root")
         monkeypatch.setattr(pool, "bwrap_works", lambda: False)
-    from contracts.api import REGISTRY
+    from contracts.api import REGISTRY, load_builtins
 
+    load_builtins()  # loaded once per process: a snapshot without them would drop them for every later test
     # The attack file registers its contracts in the parent (as stand-ins) and in the jail's file list (replayed
     # into every new child): one attack file per run, as if each were its own process.
     before, files = dict(REGISTRY), dict(blind._FILES)
