@@ -150,6 +150,9 @@ class Family(ABC):
         """The word problem, in phrasing ``template`` (0 .. n_templates-1): the spec's Jinja template rendered over
         the instance data, the domain's vocabulary ``v``, ``domain`` and ``fields(data, v, domain)`` (later names
         win), with the family module's own names (helpers, constants) and Python's builtins in scope."""
+        if not 0 <= template < self.n_templates:
+            raise FlywheelError(f"own template {template} of {self.n_templates}: the generic variants (>= "
+                                f"{self.n_templates}) are phrase()'s", culprit=f"family {self.name}")
         v = self.vocab[domain]
         template_obj, names = _compiled(type(self))[template]
         context = {**data, **names, "data": data, "v": v, "domain": domain, **self.fields(data, v, domain)}

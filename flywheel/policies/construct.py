@@ -211,12 +211,14 @@ def mutate(problems: Sequence[Problem], rng: np.random.Generator, *, scale: floa
         data = as_jsonable(mutate_params(p.params, rng, scale))
         try:
             ir = fam.build(data)
-            question = fam.question(data, int(p.template_id.rsplit("/t", 1)[1]), p.domain)
+            # phrase, not question: the template may be one of the generic variants (story, distractors, ...)
+            question = fam.phrase(data, int(p.template_id.rsplit("/t", 1)[1]), p.domain)
         except Exception as exc:  # a perturbation the family cannot build: reported, not fatal
             run.results.append(Constructed(p.problem_id, "mutation", False, reason=f"build failed: {exc}"))
             continue
         pid = content_hash(canonical_json({"source": p.problem_id, "kind": "mutation", "ir": ir.content_hash()}))
-        new = p.model_copy(update={"problem_id": pid, "params": data, "ir": ir, "question": question,
+        new = p.model_copy(update={"problem_id": pid, "params": data, "ir": ir, "question": str(question),
+                                   "distractors": tuple(question.distractors),
                                    "formulation": formulation_text(ir), "ground_truth": None,
                                    "reference_programs": {}, "template_id": f"{p.template_id}|mutation-of:{p.problem_id}"})
         mutated.append(new)
