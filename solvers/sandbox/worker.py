@@ -211,6 +211,10 @@ class Worker:
         p, self.prepared = self.prepared, None
         assert p is not None
         self._forked(p)
+        # The previous program's child is reaped and what it left (its working directory, /dev/shm) removed
+        # before this program's code is sent: emptied afterwards, while this program ran, a file the previous
+        # program left in /dev/shm was still there for this one to read.
+        self.finish()
         oom_before = self._oom_seen(p.cgroup)
         start = time.monotonic()
         try:
@@ -219,10 +223,8 @@ class Worker:
             pass  # the child died during set-up: supervision reports it (no "ready" -> sandbox_error)
         with contextlib.suppress(OSError):
             os.close(p.prog_w)
-        # The previous program's child is reaped and its sub-slot emptied now, while this program runs; then the
-        # next child is forked and locked down there: the next program finds it ready, and this program's result
-        # is not held up by a fork.
-        self.finish()
+        # The next child is forked and locked down while this program runs: the next program finds it ready, and
+        # this program's result is not held up by a fork.
         self.prepare()
         try:
             execution, anomaly = self._supervise(p, start, oom_before)
