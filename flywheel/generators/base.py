@@ -362,7 +362,7 @@ def _compiled(cls: type[Family]) -> tuple[tuple[jinja2.Template, dict[str, Any]]
         except jinja2.TemplateSyntaxError as exc:
             raise FlywheelError(f"template {i}: {exc}", culprit=f"{SPEC_DIR / cls.name}.json") from None
         names = {n: scope[n] for n in jinja2.meta.find_undeclared_variables(parsed) if n in scope}
-        out.append((_JINJA.from_string(text), names))
+        out.append((_JINJA.from_string(parsed), names))  # compiled from the parsed tree: one parse per template
     return tuple(out)
 
 
