@@ -47,6 +47,9 @@ def main() -> None:
     ap.add_argument("--no-base", action="store_true", help="skip the base checkpoint's scores")
     ap.add_argument("--work", type=Path, default=Path("runs/family-transfer"))
     ap.add_argument("--label", default="")
+    ap.add_argument("--seq-len", type=int, default=2048, help="SFT row length (the 65 families' programs run longer "
+                    "than the speedrun's three; rows are cut after their last target, so padding costs nothing)")
+    ap.add_argument("--max-tokens", type=int, default=1200, help="generation limit per completion")
     args = ap.parse_args()
     diffs = tuple(int(d) for d in args.difficulties.split(","))
     arms = {"16": ORIGINAL_16, "all": ALL_FAMILIES}
@@ -60,7 +63,7 @@ def main() -> None:
         size = replace(SIZES["speedrun"], families=tuple(fams), round0_difficulties=diffs,
                        heldout_difficulties=diffs, round0_problems=per_difficulty, heldout_problems=args.heldout,
                        rounds=0, bench_limit=args.bench_limit, benchmarks=tuple(args.benchmarks.split(",")),
-                       sft_steps=args.steps)
+                       sft_steps=args.steps, sft_seq_len=args.seq_len, max_tokens=args.max_tokens)
         demos[arm] = Demo(size, args.work / arm, RESULTS)
     base = demos["16"].base_checkpoint()
     heldout = {arm: d.heldout() for arm, d in demos.items()}
@@ -68,6 +71,7 @@ def main() -> None:
                               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "settings": {"rows": args.rows, "steps": args.steps, "difficulties": list(diffs),
                                            "heldout_per_difficulty": args.heldout, "bench_limit": args.bench_limit,
+                                           "seq_len": args.seq_len, "max_tokens": args.max_tokens,
                                            "benchmarks": args.benchmarks.split(","), "init": "smollm2",
                                            "families": {a: len(f) for a, f in arms.items()}},
                               "models": {}}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from flywheel.curation.synthetic import problem_rows
-from training.data import IGNORE, Document, Mixture, Source, pack, tokenize_row
+from training.data import IGNORE, Document, Mixture, Source, pack, tokenize_row, trim_tail
 from training.flops import active_matmul_params, flops_per_token
 from training.models import TINY_CONFIGS, build_model, enable_activation_checkpointing
 from training.tokenizer import IM_END, render_chat, train_tokenizer
@@ -79,6 +79,47 @@ def test_pack_layout_positions_and_shifted_labels() -> None:
     assert p.position_ids.tolist() == [[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]]
     # The last token of each document predicts nothing; padding predicts nothing.
     assert p.labels.tolist() == [[6, 7, IGNORE, 9, IGNORE, IGNORE], [11, 12, 13, 14, 15, IGNORE]]
+
+
+def test_trim_tail_layout() -> None:
+    # Row 0: a document with targets on 2..4 only, then padding; row 1: two documents, targets up to column 6.
+    docs = [Document([5, 6, 7, 8, 9, 10], [False, False, True, True, True, False]), Document(list(range(20, 25)), [True] * 5),
+            Document([30, 31, 32], [False, True, True])]
+    p = pack(docs, seq_len=10, pad_id=1, split_long=False)
+    t = trim_tail(p)
+    assert t.input_ids.shape == (2, 7)  # the last target of either row sits in column 6 (row 1: predicts 31 -> 32)
+    assert t.input_ids.tolist() == [r[:7] for r in p.input_ids.tolist()]
+    assert t.labels.tolist() == [r[:7] for r in p.labels.tolist()]
+    # Row 0's tail after its last target (column 3) continues its positions instead of restarting for the padding.
+    assert t.position_ids.tolist()[0] == [0, 1, 2, 3, 4, 5, 6]
+    assert t.position_ids.tolist()[1] == p.position_ids.tolist()[1][:7]  # real document boundary kept
+    empty = pack([Document([5, 6], [False, False])], seq_len=4, pad_id=1, split_long=False)
+    assert trim_tail(empty).input_ids.shape == (1, 1)
+
+
+@pytest.mark.parametrize("arch", ["qwen3_tiny", "llama_tiny"])
+def test_trim_tail_keeps_loss_and_gradients(arch: str) -> None:
+    """Cutting the tail and renumbering it changes no target's logit (causal attention): same loss, same grads."""
+    vocab = 300
+    g = torch.Generator().manual_seed(5)
+    docs = []
+    for n_, prompt in ((40, 25), (22, 10), (31, 31), (18, 6)):
+        docs.append(Document(torch.randint(4, vocab, (n_,), generator=g).tolist(), [i >= prompt for i in range(n_)]))
+    p = pack(docs, seq_len=64, pad_id=1, split_long=False)
+    t = trim_tail(p)
+    assert t.input_ids.shape[1] < p.input_ids.shape[1]
+    results = []
+    for batch in (p, t):
+        model = build_model(arch, "", vocab, {}, seed=0)
+        logits = model(input_ids=batch.input_ids, position_ids=batch.position_ids, use_cache=False).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE,
+                                                 reduction="sum")
+        loss.backward()
+        results.append((float(loss), {k: q.grad.clone() for k, q in model.named_parameters() if q.grad is not None}))
+    (full, g_full), (trimmed, g_trim) = results
+    assert trimmed == pytest.approx(full, rel=1e-5)  # fp32; only mask shapes differ (summation-order noise)
+    for k in g_full:
+        torch.testing.assert_close(g_trim[k], g_full[k], atol=1e-6, rtol=1e-4)
 
 
 def test_mixture_is_deterministic_and_resumable() -> None:

@@ -181,3 +181,35 @@ def test_progressive_guard_rolls_back_when_general_loss_rises(cpt_run, shards, t
     assert tripped["stopped"].startswith("stage 1")
     assert tripped["stages"][0]["rolled_back_to_step"] == 0 and tripped["steps"] == 0
     assert torch.load(tmp_path / "tripped" / "final" / "trainer_state.pt", weights_only=False)["step"] == 0
+
+
+def test_head_runs_on_target_positions_only_and_keeps_loss_and_gradients(shards, tmp_path) -> None:
+    """The LM head's pre-hook feeds it the target positions only; loss and every gradient equal the full-logits path."""
+    trainer = Trainer(_recipe("sft", [{"path": str(shards["sft"]), "name": "sft"}], steps=1,
+                              _extra={"data.seq_len": 384}), tmp_path / "t")
+    batch = trainer.mixture.next_batch(0, 4)
+    keep = batch.labels != -100
+    assert 0 < int(keep.sum()) < keep.numel()  # SFT: prompt tokens carry no loss
+    seen: list[tuple[int, ...]] = []
+    probe = trainer.model.get_output_embeddings().register_forward_hook(lambda m, a, o: seen.append(tuple(o.shape)))
+
+    def loss_and_grads() -> tuple[float, dict[str, torch.Tensor]]:
+        trainer.model.zero_grad(set_to_none=True)
+        ce, n = trainer._ce_sum(batch)
+        assert n == int(keep.sum())
+        ce.backward()
+        return float(ce), {k: p.grad.clone() for k, p in trainer.model.named_parameters() if p.grad is not None}
+
+    selected, g_sel = loss_and_grads()
+    assert seen[-1][:-1] == (int(keep.sum()),)  # the head saw N target rows, not B x T positions
+    trainer._head_hook.remove()
+    trainer._head_hook = None
+    full, g_full = loss_and_grads()
+    assert seen[-1][:-1] == tuple(keep.shape)
+    probe.remove()
+    trainer.balancer.remove()
+    # fp32 both ways; the gathered rows go through the same GEMM, only its blocking over M may differ (~1e-7 rel).
+    assert selected == pytest.approx(full, rel=1e-5)
+    assert g_sel.keys() == g_full.keys()
+    for k in g_full:
+        assert torch.allclose(g_sel[k], g_full[k], rtol=1e-4, atol=1e-6), k

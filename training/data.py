@@ -151,6 +151,25 @@ def pack(docs: Sequence[Document], seq_len: int, pad_id: int, split_long: bool) 
     return Packed(t[:, 0].contiguous(), t[:, 1].contiguous(), t[:, 2].contiguous(), truncated, len(pieces))
 
 
+def trim_tail(batch: Packed) -> Packed:
+    """The rows cut after the batch's last target column, each row's tail after its last target renumbered to
+    continue its position run: nothing there can change the loss or a gradient (attention is causal and those
+    positions carry no target), so the result trains exactly like ``batch``. SFT rows are mostly one document plus
+    padding (the next document did not fit), so this skips the padding's compute, and a row whose padding no longer
+    restarts its positions needs no block-diagonal mask (the faster plain causal attention)."""
+    keep = batch.labels != IGNORE
+    cols = keep.any(0).nonzero()
+    end = int(cols.max()) + 1 if len(cols) else 1  # a target at column c is predicted from inputs 0..c
+    ids, pos, lab = batch.input_ids[:, :end], batch.position_ids[:, :end].clone(), batch.labels[:, :end]
+    for r in range(pos.shape[0]):
+        hits = keep[r, :end].nonzero()
+        last = int(hits.max()) if len(hits) else -1
+        if last + 1 < end:
+            start = last if last >= 0 else 0
+            pos[r, start:] = pos[r, start] + torch.arange(end - start)
+    return Packed(ids, pos, lab, batch.truncated, batch.documents)
+
+
 @dataclass
 class Source:
     name: str

@@ -63,9 +63,35 @@ def active_matmul_params(model: nn.Module) -> float:
     return total
 
 
+def head_matmul_params(model: nn.Module) -> float:
+    """The output head's share of ``active_matmul_params`` (0 when it is tied to the embedding, which is left out
+    there): the trainer runs the head on target tokens only, so MFU counts 6 x this per target token, not per token."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    weight = getattr(head, "weight", None)
+    if weight is None:
+        return 0.0
+    counted = {id(p) for name, p in model.named_parameters() if p.dim() >= 2 and "embed_tokens" not in name}
+    return float(weight.numel()) if id(weight) in counted else 0.0
+
+
 def flops_per_token(model: nn.Module, seq_len: int) -> float:
-    layers, heads, head_dim = _attn_dims(model.config)
-    return 6.0 * active_matmul_params(model) + 12.0 * layers * heads * head_dim * seq_len
+    return 6.0 * active_matmul_params(model) + attention_flops_coef(model.config) * seq_len
+
+
+def attention_flops_coef(config: Any) -> float:
+    """12 x L x H x d_head: a token's attention FLOPs per unit of row length (module docstring)."""
+    layers, heads, head_dim = _attn_dims(config)
+    return 12.0 * layers * heads * head_dim
+
+
+def batch_flops(model: nn.Module, rows: int, seq_len: int, head_tokens: int | None = None,
+                params: tuple[float, float] | None = None) -> float:
+    """Model FLOPs of training on ``rows`` x ``seq_len`` tokens whose output head ran on ``head_tokens`` of them
+    (all when None). ``params``: precomputed (active_matmul_params, head_matmul_params)."""
+    active, head = params or (active_matmul_params(model), head_matmul_params(model))
+    tokens = rows * seq_len
+    skipped = 0 if head_tokens is None else tokens - head_tokens
+    return tokens * (6.0 * active + attention_flops_coef(model.config) * seq_len) - skipped * 6.0 * head
 
 
 def attention_shapes(config: Any, seq_len: int) -> list[tuple[int, int, int]]:

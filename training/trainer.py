@@ -32,9 +32,16 @@ from kernels.peak import gemm_shapes
 from solvers.errors import ConfigError
 from training.card import base_lineage, write_card
 from training.config import RecipeConfig
-from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source, read_manifest
+from training.data import IGNORE, Mixture, Packed, Source, corpus_texts, load_source, read_manifest, trim_tail
 from training.device import DeviceSpec, World, all_reduce_sum, get_device, init_world, shard_model
-from training.flops import attention_shapes, device_peak, flops_per_token
+from training.flops import (
+    active_matmul_params,
+    attention_shapes,
+    batch_flops,
+    device_peak,
+    flops_per_token,
+    head_matmul_params,
+)
 from training.logs import MetricsLog, TensorBoardLog, plot_curves, read_metrics
 from training.lora import apply_lora, merged_state_dict
 from training.models import build_model, enable_activation_checkpointing
@@ -114,6 +121,7 @@ class Trainer:
         self.model.generation_config.pad_token_id = self.tokenizer.pad_token_id
         self.model.to(self.world.device)
         self.flops_per_token = flops_per_token(self.model, r.data.seq_len)
+        self._flop_params = (active_matmul_params(self.model), head_matmul_params(self.model))
         # The GEMM shapes of one micro-batch: the CPU MFU peak is measured on them (kernels.peak), never above 100%.
         self.gemm_shapes = tuple(gemm_shapes(self.model, r.train.micro_batch * r.data.seq_len)
                                  + attention_shapes(self.model.config, r.data.seq_len))
@@ -134,6 +142,7 @@ class Trainer:
         self.model.config.use_cache = False
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
+        self._select_head_inputs()
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         decay = [p for p in trainable if p.dim() >= 2]
         no_decay = [p for p in trainable if p.dim() < 2]
@@ -219,14 +228,40 @@ class Trainer:
                                  attention_mask=None, use_cache=False, labels=labels, shift_labels=labels,
                                  num_items_in_batch=1)
             return out.loss.float(), int((labels != IGNORE).sum())
-        with self._autocast():
-            out = self.model(input_ids=batch.input_ids.to(dev), position_ids=batch.position_ids.to(dev),
-                             attention_mask=None, use_cache=False)
         labels = batch.labels.to(dev)
+        keep = labels != IGNORE
+        # The LM head runs on the target positions only (the hook below): in SFT most of a packed row is prompt,
+        # and the full-vocabulary fp32 logits of every position were the step's largest cost after the GEMMs.
+        self._head_keep = keep if self._head_hook is not None else None
+        try:
+            with self._autocast():
+                out = self.model(input_ids=batch.input_ids.to(dev), position_ids=batch.position_ids.to(dev),
+                                 attention_mask=None, use_cache=False)
+        finally:
+            self._head_keep = None
         logits = out.logits.float()
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE,
-                               reduction="sum")
-        return loss, int((labels != IGNORE).sum())
+        target = labels[keep] if logits.dim() == 2 else labels.view(-1)  # 2-d: the head saw target positions only
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), target, ignore_index=IGNORE, reduction="sum")
+        return loss, int(keep.sum())
+
+    def _select_head_inputs(self) -> None:
+        """A forward pre-hook on the output embeddings that keeps only the hidden states of target positions
+        (``self._head_keep``, set around one forward): every HF causal LM ends ``logits = lm_head(hidden)`` (then
+        element-wise scaling / soft-capping at most), so the loss is the same sum while the head's GEMM, the fp32
+        logits and their softmax shrink to the target tokens. Called on the (possibly FSDP2- or peft-wrapped)
+        model's head, so sharding hooks still run."""
+        self._head_keep: torch.Tensor | None = None
+        self._head_hook = None
+        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+        if head is None or self.recipe.kernels.table:
+            return
+
+        def keep_targets(_module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+            if self._head_keep is None or not args or args[0].shape[:2] != self._head_keep.shape:
+                return None
+            return (args[0][self._head_keep], *args[1:])
+
+        self._head_hook = head.register_forward_pre_hook(keep_targets)
 
     def train_step(self) -> dict[str, Any]:
         r = self.recipe.train
@@ -236,10 +271,14 @@ class Trainer:
         n_chunks = r.batch_rows // r.micro_batch
         mine = [c for c in range(n_chunks) if c % self.world.size == self.world.rank]
         self.model.train()
-        ce_total, aux_total = 0.0, 0.0
+        ce_total, aux_total, flops, computed = 0.0, 0.0, 0.0, 0
         for c in mine:
             sl = slice(c * r.micro_batch, (c + 1) * r.micro_batch)
-            micro = Packed(batch.input_ids[sl], batch.position_ids[sl], batch.labels[sl])
+            micro = trim_tail(Packed(batch.input_ids[sl], batch.position_ids[sl], batch.labels[sl]))
+            rows, length = micro.input_ids.shape
+            computed += rows * length
+            flops += batch_flops(self.model, rows, length, int((micro.labels != IGNORE).sum())
+                                 if self._head_hook is not None else None, self._flop_params)
             self.balancer.recording = True
             ce, _ = self._ce_sum(micro)
             loss = ce * self.world.size / global_tokens
@@ -256,14 +295,17 @@ class Trainer:
         self.scheduler.step()
         loads = self.balancer.end_step(self.world.distributed)
         self.step += 1
-        ce_total, aux_total = all_reduce_sum([ce_total, aux_total], self.world)
+        ce_total, aux_total, flops, computed = all_reduce_sum([ce_total, aux_total, flops, float(computed)], self.world)
         self.device.synchronize()
         dt = time.perf_counter() - t0
         tokens = r.batch_rows * self.recipe.data.seq_len
         record = {"step": self.step, "loss": ce_total / global_tokens, "lr": self.scheduler.get_last_lr()[0],
-                  "grad_norm": grad_norm, "tokens": tokens, "target_tokens": global_tokens, "step_s": dt,
-                  "tokens_per_s": tokens / dt,
-                  "mfu": tokens * self.flops_per_token / dt / (self.peak_flops * self.world.size),
+                  "grad_norm": grad_norm, "tokens": tokens, "target_tokens": global_tokens,
+                  "computed_tokens": int(computed), "step_s": dt, "tokens_per_s": tokens / dt,
+                  "target_tokens_per_s": global_tokens / dt,
+                  # the FLOPs of the rows as computed (training/flops.py): trimmed tails and the head's skipped
+                  # prompt positions are not counted, so MFU never credits work that was not done
+                  "mfu": flops / dt / (self.peak_flops * self.world.size),
                   "memory_mb": self.device.peak_memory_mb()}
         if self.balancer.active:
             record["aux_loss"] = aux_total
@@ -292,7 +334,8 @@ class Trainer:
                 continue
             total, count = 0.0, 0
             for i in range(0, len(src.val), mb):
-                part = Packed(src.val.input_ids[i:i + mb], src.val.position_ids[i:i + mb], src.val.labels[i:i + mb])
+                part = trim_tail(Packed(src.val.input_ids[i:i + mb], src.val.position_ids[i:i + mb],
+                                        src.val.labels[i:i + mb]))
                 ce, n = self._ce_sum(part)
                 total, count = total + float(ce), count + n
             result[f"val_loss/{src.name}"] = total / max(1, count)
