@@ -183,3 +183,31 @@ def test_a_split_that_is_not_a_negated_pair_stays_different() -> None:
     bad = cand.model_copy(update={"constraints": (*cand.constraints[:i], off, *cand.constraints[i + 1:])})
     assert compare_models(ir, cand.to_mps(), layers=("exact",)).equivalent
     assert not compare_models(ir, bad.to_mps(), layers=("exact", "wl")).equivalent
+
+
+def _lp(rows: list[tuple[dict[str, float], str, float]], extra: tuple[str, ...] = ()):
+    from solvers.ir import ConSense, Constraint, Model, Objective, ObjSense, VarGroup, Variable
+
+    sense = {"<=": ConSense.LE, ">=": ConSense.GE, "==": ConSense.EQ}
+    names = ("x1", "x2", *extra)
+    return Model(name="m", var_groups=(VarGroup(name="x"),),
+                 variables=tuple(Variable(name=n, group="x", lb=None if n in extra else 0.0) for n in names),
+                 constraints=tuple(Constraint(name=f"c{i}", group="c", terms=tuple(t.items()), sense=sense[s], rhs=b)
+                                   for i, (t, s, b) in enumerate(rows)),
+                 objective=Objective(sense=ObjSense.MAXIMIZE, terms=(("x1", 2.0), ("x2", 1.0))))
+
+
+@pytest.mark.parametrize(("coef", "equivalent"), [(2.0, True), (2.2, False)])
+def test_a_defined_variable_is_substituted_before_containment(coef: float, equivalent: bool) -> None:
+    """y = x1 + coef x2 used twice (y <= 21, y + x1 <= 25) in place of x1 + 2 x2 <= 21 and 2 x1 + 2 x2 <= 25.
+    Same unique optimum (max 2 x1 + x2: x = (10, 0)) either way, so only containment can tell; at 2.2 the point
+    (0, 10) is feasible in the reference and not in the candidate. y sits in two rows, so presolve keeps it, and
+    the rows on y used to be skipped as unmapped, which let the tighter candidate through."""
+    ref = _lp([({"x1": 1.0, "x2": 1.0}, "<=", 10.0), ({"x1": 1.0, "x2": 2.0}, "<=", 21.0),
+               ({"x1": 2.0, "x2": 2.0}, "<=", 25.0)])
+    cand = _lp([({"x1": 1.0, "x2": 1.0}, "<=", 10.0), ({"y": 1.0}, "<=", 21.0), ({"y": 1.0, "x1": 1.0}, "<=", 25.0),
+                ({"y": 1.0, "x1": -1.0, "x2": -coef}, "==", 0.0)], extra=("y",))
+    res = compare_models(ref, cand.to_mps(), layers=("exact", "wl", "semantic"))
+    assert res.equivalent is equivalent, (res.layer, res.reason)
+    if not equivalent:
+        assert res.layer == "semantic" and "not implied" in res.reason, res.reason

@@ -157,12 +157,70 @@ class Oracle:
         return True
 
 
+def eliminate_defined(m: StdModel, keep: set[int]) -> StdModel:
+    """``m`` with every continuous column outside ``keep`` that an equality row defines (``y = expr``, as a
+    modeller writes a total, a defined quantity or a unit conversion) substituted out of the other rows, its bounds
+    becoming a row on ``expr``: the same feasible set projected on the remaining columns, so the rows that used
+    ``y`` can be checked instead of skipped. Integer columns stay (dropping ``expr`` integral would enlarge the
+    projection). New rows are scaled to a largest coefficient of 1, as the canonical rows are."""
+    m = m.copy()
+    done = True
+    while done:
+        done = False
+        for j in range(m.n_vars):
+            if j in keep or m.integer[j]:
+                continue
+            defining = [i for i, row in enumerate(m.rows) if j in row and m.lo[i] == m.hi[i]
+                        and math.isfinite(m.lo[i]) and abs(row[j]) > 1e-9]
+            if not defining:
+                continue
+            d = min(defining, key=lambda i: len(m.rows[i]))
+            a, rhs = m.rows[d][j], m.lo[d]
+            expr = {k: -c / a for k, c in m.rows[d].items() if k != j}  # y = rhs / a + expr
+            const = rhs / a
+            new_rows, new_lo, new_hi, new_names = [], [], [], []
+            for i, row in enumerate(m.rows):
+                if i == d:
+                    continue
+                lo, hi = m.lo[i], m.hi[i]
+                if j in row:
+                    c = row.pop(j)
+                    for k, e in expr.items():
+                        row[k] = row.get(k, 0.0) + c * e
+                    row = {k: v for k, v in row.items() if abs(v) > 1e-12}
+                    lo, hi = lo - c * const, hi - c * const
+                    row, lo, hi = _unit(row, lo, hi)
+                new_rows.append(row)
+                new_lo.append(lo)
+                new_hi.append(hi)
+                new_names.append(m.row_names[i] if i < len(m.row_names) else str(i))
+            if (math.isfinite(m.lb[j]) or math.isfinite(m.ub[j])) and expr:
+                row, lo, hi = _unit(dict(expr), m.lb[j] - const, m.ub[j] - const)
+                new_rows.append(row)
+                new_lo.append(lo)
+                new_hi.append(hi)
+                new_names.append(f"bounds of {m.names[j]}")
+            m.rows, m.lo, m.hi, m.row_names = new_rows, new_lo, new_hi, new_names
+            m.lb[j], m.ub[j] = -INF, INF
+            done = True
+    return m
+
+
+def _unit(row: dict[int, float], lo: float, hi: float) -> tuple[dict[int, float], float, float]:
+    scale = max((abs(v) for v in row.values()), default=0.0)
+    if scale <= 0:
+        return row, lo, hi
+    return {k: v / scale for k, v in row.items()}, lo / scale, hi / scale
+
+
 def contained(inner: StdModel, outer: StdModel, mapping: dict[int, int]) -> tuple[bool, str]:
     """Is inner's feasible set (projected on mapped columns) inside outer's? ``mapping``: outer col -> inner col.
 
-    Every row and finite bound of ``outer`` over mapped columns must be implied by ``inner``; rows that use an
-    unmapped (auxiliary) column are skipped.
+    Every row and finite bound of ``outer`` over mapped columns must be implied by ``inner``. Auxiliary (unmapped)
+    continuous columns of ``outer`` that an equality defines are substituted out first (``eliminate_defined``);
+    rows that still use an unmapped column are skipped.
     """
+    outer = eliminate_defined(outer, set(mapping))
     oracle = Oracle(inner)
     for i, row in enumerate(outer.rows):
         if not all(j in mapping for j in row):
@@ -290,4 +348,5 @@ def semantic_equivalent(ref: Canonical, cand: Canonical) -> SemanticResult:
     return SemanticResult(True, "same optimum, cross-feasible optima, each feasible set implies the other", ev)
 
 
-__all__ = ["INF", "Oracle", "SemanticResult", "contained", "map_variables", "semantic_equivalent", "solve"]
+__all__ = ["INF", "Oracle", "SemanticResult", "contained", "eliminate_defined", "map_variables", "semantic_equivalent",
+           "solve"]
