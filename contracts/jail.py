@@ -4,8 +4,11 @@ Outside (the command line, ``command``): bubblewrap where it works (``solvers.sa
 sandbox workers' own mount plan): a new network, pid, ipc and uts namespace, a cleared environment, only the system,
 the interpreter, the virtualenv and the ``solvers`` and ``contracts`` packages bound read-only, and a private tmpfs
 for ``/tmp``, ``/run`` and ``/dev/shm``. The store, the user's home, the repository's other directories and every
-other host path do not exist in there. Without bubblewrap: a scrubbed environment and a private working directory
-only (reading host files is then possible; ``isolation`` says so).
+other host path do not exist in there. Without bubblewrap, as root: the same mount plan made by hand in the child
+(``_private_root``: a new mount namespace, a tmpfs root with the same read-only binds, chroot), so the store is
+gone there too; layers ``mountns+ro-system+tmpfs``. Without bubblewrap and without a mount namespace (not root, or
+no CAP_SYS_ADMIN): a scrubbed environment and a private working directory only (reading host files is then
+possible; ``isolation`` says so).
 
 Inside (``lock_down``, once the child has imported what it needs): an unprivileged uid (as root; it drops every
 capability), RLIMIT_FSIZE 0 (no file can be written, so nothing passes through a file to another process),
@@ -54,11 +57,20 @@ def lock_down(role: str, bwrapped: bool) -> list[str]:
     from solvers.sandbox import seccomp
 
     layers = []
-    if os.geteuid() == 0 and (bwrapped or _traversable()):
-        if not bwrapped:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.unshare(CLONE_NEWNET) == 0:
-                layers.append("netns")
+    private_root = False
+    if os.geteuid() == 0 and not bwrapped:
+        libc = ctypes.CDLL(None, use_errno=True)
+        # As root without bubblewrap: its mount plan by hand (a new mount namespace, a tmpfs root with the
+        # system and the interpreter bound read-only, chroot). The store and every other host path are then
+        # gone, and the uid drop works even for an interpreter under /root (its parents are made 0755 there).
+        if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0:
+            layers.append("netns")
+            private_root = _private_root(libc)
+            if private_root:
+                layers += ["mountns", "ro-system", "tmpfs"]
+        elif libc.unshare(CLONE_NEWNET) == 0:
+            layers.append("netns")
+    if os.geteuid() == 0 and (bwrapped or private_root or _traversable()):
         os.setgroups([])
         os.setgid(UIDS[role])
         os.setuid(UIDS[role])  # a non-zero uid without keep-caps: every capability is gone
@@ -72,6 +84,53 @@ def lock_down(role: str, bwrapped: bool) -> list[str]:
         seccomp.install()
         layers.append("seccomp")
     return layers
+
+
+# mount(2) flags (linux/mount.h)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+CLONE_NEWNS = 0x00020000
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+
+
+def _private_root(libc: ctypes.CDLL) -> bool:
+    """In a fresh mount namespace: a tmpfs at the working directory becomes the root, holding read-only binds of
+    the system directories, the interpreter, the virtualenv and the ``solvers`` / ``contracts`` packages (the
+    sandbox's own list), a few device nodes and an empty ``/tmp``; then chroot. False (nothing changed) where a
+    mount fails, e.g. without CAP_SYS_ADMIN in a container: the caller keeps the weaker jail and says so."""
+    from solvers.sandbox.pool import _repo_paths
+
+    def mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+        args = [None if x is None else x.encode() for x in (src, dst, fstype)]
+        return libc.mount(*args, ctypes.c_ulong(flags), None if data is None else data.encode()) == 0
+
+    root = os.getcwd()
+    if not (mount(None, "/", None, MS_REC | MS_PRIVATE) and mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV,
+                                                                   "mode=0755,size=16m")):
+        return False
+    for path in SYSTEM:
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), root + path)
+    binds = [p for p in SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
+    binds += [*_repo_paths(), str(Path(__file__).resolve().parent)]
+    for path in binds:
+        target = root + path
+        os.makedirs(target, mode=0o755, exist_ok=True)  # parents 0755: the dropped uid must traverse them
+        if not (mount(path, target, None, MS_BIND | MS_REC)
+                and mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_REC)):
+            return False
+    os.makedirs(root + "/dev", mode=0o755)
+    for dev in DEVICES:
+        if os.path.exists(dev):
+            open(root + dev, "w").close()
+            mount(dev, root + dev, None, MS_BIND)
+    os.makedirs(root + "/tmp", mode=0o1777)
+    os.chmod(root + "/tmp", 0o1777)
+    os.chroot(root)
+    os.chdir("/tmp")
+    os.environ.update(HOME="/tmp", TMPDIR="/tmp")
+    tempfile.tempdir = None
+    return True
 
 
 def _traversable() -> bool:

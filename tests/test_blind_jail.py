@@ -251,10 +251,11 @@ def test_a_hostile_user_file_never_sees_the_ground_truth(attack: tuple[Path, Pat
     in_repairs = [("repair", json.loads(r["after"].splitlines()[0][2:])) for r in repairs]
     assert in_repairs  # the same findings in both passes make the same (idempotent) repair row
     iso = blind.isolation("blind").split("+")
-    # Without bubblewrap the store is hidden only by the uid drop (the store directory is private to its owner),
-    # which needs a world-traversable interpreter; where it is missing (here: Python under /root) the jail can read
-    # host files, as jail.py and `flywheel sandbox doctor` say: that one probe is the weaker jail's known limit.
-    store_hidden = jail_kind == "bwrap" or "uid" in iso
+    # Without bubblewrap, as root, the jail builds bubblewrap's mount plan itself (a mount namespace, a tmpfs root,
+    # read-only binds, chroot) and then drops the uid: the store does not exist in there. Only where no mount
+    # namespace can be made and the interpreter is not world-traversable can the jail read host files, as jail.py
+    # and `flywheel sandbox doctor` say; that probe is then the weaker jail's known limit.
+    store_hidden = jail_kind == "bwrap" or "uid" in iso or "mountns" in iso
     for where, found in [("import", evidence["at_import"]), ("check", evidence["now"]), *in_repairs]:
         leaks = {k: v for k, v in found.items() if v.startswith("FOUND") and (store_hidden or k != "probe_store")}
         assert not leaks, (where, found)
@@ -270,6 +271,8 @@ def test_a_hostile_user_file_never_sees_the_ground_truth(attack: tuple[Path, Pat
         assert "+".join(iso).startswith("bwrap+netns+pidns+ro-system+tmpfs+uid+rlimits+seccomp")
     else:
         assert iso[:2] == ["process", "clean-env"] and {"rlimits", "seccomp"} <= set(iso)
+        if _can_unshare_mounts():  # root with CAP_SYS_ADMIN, as here: the private root and the uid drop
+            assert {"mountns", "ro-system", "tmpfs", "uid", "netns"} <= set(iso), iso
 
 
 def test_answer_aware_checks_get_the_answer_and_nothing_else_does(tmp_path: Path) -> None:
@@ -334,3 +337,15 @@ def test_a_contract_that_allocates_too_much_gets_memory_error_and_the_next_call_
     rows = {v.contract: v for v in report.verdicts}
     assert rows["hungry"].outcome == "contract_error" and "MemoryError" in rows["hungry"].message
     assert rows["modest"].outcome == "pass" and rows["modest"].message == str(1 << 20)
+
+
+def _can_unshare_mounts() -> bool:
+    """Can a child of this process make a mount namespace (root with CAP_SYS_ADMIN)? Probed in a throwaway child."""
+    import os
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        return False
+    code = "import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).unshare(0x00020000) != 0)"
+    return subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 0
