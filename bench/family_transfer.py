@@ -64,6 +64,7 @@ def main() -> None:
                        heldout_difficulties=diffs, round0_problems=per_difficulty, heldout_problems=args.heldout,
                        rounds=0, bench_limit=args.bench_limit, benchmarks=tuple(args.benchmarks.split(",")),
                        sft_steps=args.steps, sft_seq_len=args.seq_len, max_tokens=args.max_tokens)
+        (args.work / arm).mkdir(parents=True, exist_ok=True)
         demos[arm] = Demo(size, args.work / arm, RESULTS)
     base = demos["16"].base_checkpoint()
     heldout = {arm: d.heldout() for arm, d in demos.items()}
