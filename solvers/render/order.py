@@ -13,6 +13,12 @@ occurrence of its value, preferring the one nearest to the mentions of its key's
 entries of all parameters, closest pairs first, each occurrence used once while unused ones remain). An entry whose
 value the question never writes (a derived number, a percentage given as a fraction) keeps its place behind the
 entry before it in IR order.
+
+Tables first: a number in a markdown table cell belongs to the entry whose key elements the cell's row label and
+column header name (``| Bread | 33 | 3 | 3 |`` under ``| Product | Profit | Flour | Butter |``: the first 3 is
+(Flour, Bread)). Those entries take their cell before the nearest-mention pass, which on equal values in one row
+would otherwise hand each number to whichever key element is written closest, and so write one table row in a
+different order from the next: an inconsistency a model copying the table has to learn around.
 """
 
 from __future__ import annotations
@@ -79,6 +85,19 @@ def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], fl
             name_spots[name] = _mentions(question, name)
         return name_spots[name]
 
+    placed: dict[Entry, int] = {}
+    used: set[int] = set()
+    cells = _table_cells(question)
+    if cells:
+        for pi, items in enumerate(entries):
+            for ei, (key, value) in enumerate(items):
+                if len(key) < 2:
+                    continue
+                for q, labels, v in cells:
+                    if v == round(value, 9) and q not in used and all(_names(e, labels) for e in key):
+                        placed[(pi, ei)] = q
+                        used.add(q)
+                        break
     pairs: list[tuple[float, int, Entry]] = []
     for pi, items in enumerate(entries):
         for ei, (key, value) in enumerate(items):
@@ -86,8 +105,6 @@ def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], fl
                 dist = sum(_nearest(spots(e), q) for e in key)
                 pairs.append((dist, q, (pi, ei)))
     pairs.sort()
-    placed: dict[Entry, int] = {}
-    used: set[int] = set()
     for allow_reuse in (False, True):  # first one entry per occurrence, then shared occurrences for the rest
         for _, q, entry in pairs:
             if entry not in placed and (allow_reuse or q not in used):
@@ -107,3 +124,36 @@ def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], fl
         ordered.append((first, pi, order))
     ordered.sort(key=lambda t: (t[0], t[1]))
     return tuple((pi, order) for _, pi, order in ordered)
+
+
+def _names(element: str, text: str) -> bool:
+    return any(_name_pattern(form).search(text) for form in {element, element.replace("_", " ")})
+
+
+_ROW = re.compile(r"^\|(.*)\|[ \t]*$", re.M)
+
+
+@functools.lru_cache(maxsize=256)
+def _table_cells(question: str) -> tuple[tuple[int, str, float], ...]:
+    """Every number in a markdown table body cell: (position, its row label + column header, value)."""
+    out: list[tuple[int, str, float]] = []
+    header: list[str] | None = None
+    last_end = -2
+    for m in _ROW.finditer(question):
+        if m.start() != last_end + 1:  # a new table starts after a non-table line
+            header = None
+        last_end = m.end()
+        cells = m.group(1).split("|")
+        if header is None:
+            header = [c.strip() for c in cells]
+            continue
+        if all(set(c.strip()) <= set("-: ") for c in cells):
+            continue  # the |---|---| separator
+        start = m.start(1)
+        label = cells[0]
+        for j, cell in enumerate(cells):
+            if j and j < len(header):
+                for n in _NUMBER.finditer(cell):
+                    out.append((start + n.start(), f"{label} | {header[j]}", _value(n.group())))
+            start += len(cell) + 1
+    return tuple(out)
