@@ -111,6 +111,9 @@ def _private_root(libc: ctypes.CDLL) -> bool:
     for path in SYSTEM:
         if os.path.islink(path):
             os.symlink(os.readlink(path), root + path)
+    # The empty /tmp first: a repository or virtualenv under /tmp (a clone in /tmp/ci) is bound inside it below.
+    os.makedirs(root + "/tmp", mode=0o1777)
+    os.chmod(root + "/tmp", 0o1777)
     binds = [p for p in SYSTEM if os.path.isdir(p) and not os.path.islink(p)]
     binds += [*_repo_paths(), str(Path(__file__).resolve().parent)]
     for path in binds:
@@ -124,8 +127,6 @@ def _private_root(libc: ctypes.CDLL) -> bool:
         if os.path.exists(dev):
             open(root + dev, "w").close()
             mount(dev, root + dev, None, MS_BIND)
-    os.makedirs(root + "/tmp", mode=0o1777)
-    os.chmod(root + "/tmp", 0o1777)
     os.chroot(root)
     os.chdir("/tmp")
     os.environ.update(HOME="/tmp", TMPDIR="/tmp")

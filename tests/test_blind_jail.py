@@ -349,3 +349,37 @@ def _can_unshare_mounts() -> bool:
         return False
     code = "import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).unshare(0x00020000) != 0)"
     return subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 0
+
+
+def test_a_package_under_tmp_is_visible_in_the_private_root(tmp_path: Path) -> None:
+    """A checkout or virtualenv under /tmp (CI clones there) is bound inside the jail's empty /tmp: the jail used
+    to bind it first and then fail to make /tmp (``FileExistsError``), so no contract process started."""
+    import subprocess
+    import sys
+
+    if not _can_unshare_mounts():
+        pytest.skip("needs root with CAP_SYS_ADMIN (a mount namespace)")
+    pkg = Path("/tmp") / f"flywheel-jail-probe-{tmp_path.name}"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "marker.txt").write_text("here")
+    work = tmp_path / "root"
+    work.mkdir()
+    code = (
+        "import ctypes, os, sys\n"
+        "from contracts import jail\n"
+        "from solvers.sandbox import pool\n"
+        f"pool._repo_paths = lambda: [{str(pkg)!r}]\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "assert libc.unshare(jail.CLONE_NEWNS) == 0\n"
+        f"os.chdir({str(work)!r})\n"
+        "assert jail._private_root(libc)\n"
+        f"print(open({str(pkg / 'marker.txt')!r}).read(), oct(os.stat('/tmp').st_mode & 0o7777))\n"
+    )
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             cwd=Path(__file__).resolve().parents[1])
+    finally:
+        (pkg / "marker.txt").unlink()
+        pkg.rmdir()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["here", "0o1777"]
