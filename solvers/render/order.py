@@ -88,16 +88,15 @@ def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], fl
     placed: dict[Entry, int] = {}
     used: set[int] = set()
     cells = _table_cells(question)
-    if cells:
-        for pi, items in enumerate(entries):
-            for ei, (key, value) in enumerate(items):
-                if len(key) < 2:
-                    continue
-                for q, labels, v in cells:
-                    if v == round(value, 9) and q not in used and all(_names(e, labels) for e in key):
-                        placed[(pi, ei)] = q
-                        used.add(q)
-                        break
+    for pi, items in enumerate(entries):
+        for ei, (key, value) in enumerate(items):
+            if len(key) < 2:
+                continue
+            for q, labels in cells.get(round(value, 9), ()):
+                if q not in used and all(_mentions(labels, e) for e in key):
+                    placed[(pi, ei)] = q
+                    used.add(q)
+                    break
     pairs: list[tuple[float, int, Entry]] = []
     for pi, items in enumerate(entries):
         for ei, (key, value) in enumerate(items):
@@ -126,17 +125,13 @@ def _mention_order(question: str, entries: tuple[tuple[tuple[tuple[str, ...], fl
     return tuple((pi, order) for _, pi, order in ordered)
 
 
-def _names(element: str, text: str) -> bool:
-    return any(_name_pattern(form).search(text) for form in {element, element.replace("_", " ")})
-
-
 _ROW = re.compile(r"^\|(.*)\|[ \t]*$", re.M)
 
 
-@functools.lru_cache(maxsize=256)
-def _table_cells(question: str) -> tuple[tuple[int, str, float], ...]:
-    """Every number in a markdown table body cell: (position, its row label + column header, value)."""
-    out: list[tuple[int, str, float]] = []
+def _table_cells(question: str) -> dict[float, list[tuple[int, str]]]:
+    """Every number in a markdown table body cell, by value: (position, its row label + column header), in
+    reading order."""
+    out: dict[float, list[tuple[int, str]]] = {}
     header: list[str] | None = None
     last_end = -2
     for m in _ROW.finditer(question):
@@ -154,6 +149,6 @@ def _table_cells(question: str) -> tuple[tuple[int, str, float], ...]:
         for j, cell in enumerate(cells):
             if j and j < len(header):
                 for n in _NUMBER.finditer(cell):
-                    out.append((start + n.start(), f"{label} | {header[j]}", _value(n.group())))
+                    out.setdefault(_value(n.group()), []).append((start + n.start(), f"{label} | {header[j]}"))
             start += len(cell) + 1
-    return tuple(out)
+    return out
