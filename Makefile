@@ -37,6 +37,10 @@ $(STAMP): pyproject.toml Makefile | $(VENV_STAMP)
 	# torch is pinned to the CPU build that lies on this machine's disk; never let pip pick a CUDA build. One pip
 	# run for torch and the project (one resolve; torch named so that the CPU build is the one chosen).
 	$(BIN)/pip install -q torch==2.13.0 -e '.[dev]'
+	# Hugging Face's `kernels` distribution shares its import name with this project's `kernels/` package (see the
+	# transformers pin in pyproject.toml); a venv that got it from a newer transformers must not keep it.
+	$(BIN)/pip uninstall -q -y kernels 2>/dev/null || true
+	$(BIN)/python -c "import kernels.registry, transformers.activations"
 	touch $(STAMP)
 
 # llama.cpp's OpenAI-compatible server for the policy tests. The wheel builds from source (~4 min of both cores on a
