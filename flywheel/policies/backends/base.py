@@ -75,6 +75,11 @@ class Backend(ABC):
     def identity(self) -> dict[str, str]:
         return {"model": self.spec.model, "endpoint": self.spec.endpoint}
 
+    @property
+    def sampling_options(self) -> dict[str, Any]:
+        """Settings of this backend that change the text a request gets (recorded with every attempt's sampling)."""
+        return {}
+
     @abstractmethod
     async def run(self, requests: Sequence[ChatRequest], on_result: OnResult) -> None:
         """Complete every request, calling ``on_result`` once per request as soon as it is known."""

@@ -1,7 +1,11 @@
 """``hf:PATH``: a local Hugging Face checkpoint (the trainer's output format) with transformers generation.
 
 Requests run in batches of ``settings.concurrency`` prompts (left padding), in a worker thread so the event loop
-stays free. Sampling uses the Gumbel-max trick inside a logits processor with one ``torch.Generator`` per request,
+stays free, through ``decode.decode``: a row leaves the batch when it ends (end of sequence, or its code block
+closed), so one looping completion no longer holds 31 finished ones. The dtype (``settings.hf_dtype``, default
+``auto``) is bf16 only where this device measurably runs bf16 GEMMs faster (``training.precision.probe_dtype``:
+AVX-512 BF16 / AMX CPUs, GPUs), else fp32; it is part of the identity (cache fingerprint) and the sampling record,
+since greedy text can differ between the two. Sampling uses the Gumbel-max trick inside a logits processor with one ``torch.Generator`` per request,
 seeded from (problem, sample index): argmax(logits / T + Gumbel noise) is an exact draw from softmax(logits / T),
 and each sample is reproducible whatever batch it lands in. Temperature 0 is greedy.
 """
@@ -81,12 +85,18 @@ class HFBackend(Backend):
         if not (self.path / "config.json").is_file():
             raise ModelError("not a Hugging Face checkpoint (no config.json)", culprit=str(self.path))
         self._hash = checkpoint_hash(self.path)
+        self.dtype = settings.hf_dtype if settings.hf_dtype != "auto" else _auto_dtype(self.path)
         self._model: Any = None
         self._tokenizer: Any = None
 
     @property
     def identity(self) -> dict[str, str]:
-        return {"model": str(self.path.resolve()), "endpoint": "local", "checkpoint": self._hash}
+        return {"model": str(self.path.resolve()), "endpoint": "local", "checkpoint": self._hash,
+                "dtype": self.dtype}
+
+    @property
+    def sampling_options(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "stop_after_code": self.settings.stop_after_code}
 
     def _load(self) -> None:
         import torch
@@ -97,7 +107,8 @@ class HFBackend(Backend):
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token or tok.unk_token
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32 if device == "cpu" else "auto")
+        model = AutoModelForCausalLM.from_pretrained(
+            self.path, dtype=torch.bfloat16 if self.dtype == "bf16" else torch.float32)
         self._model, self._tokenizer = model.to(device).eval(), tok
 
     async def run(self, requests: Sequence[ChatRequest], on_result: OnResult) -> None:
@@ -112,9 +123,11 @@ class HFBackend(Backend):
             for req, out in zip(batch, outcomes, strict=True):
                 on_result(req, out)
 
-    def _generate(self, batch: list[ChatRequest]) -> list[Outcome]:
+    def _generate(self, batch: list[ChatRequest], suppress_eos: bool = False) -> list[Outcome]:
+        """One batch; ``suppress_eos`` (benchmarks only) makes every row run to its token limit."""
         import torch
-        from transformers import GenerationConfig, LogitsProcessorList
+
+        from flywheel.policies.backends.decode import decode
 
         if self._model is None:
             self._load()
@@ -122,29 +135,49 @@ class HFBackend(Backend):
         t0 = time.perf_counter()
         enc = tok([chat_text(tok, r.messages) for r in batch], return_tensors="pt", padding=True,
                   add_special_tokens=False).to(model.device)
-        # One generate call per (temperature, top_p, max_tokens) group would be needed if they differed; a round
+        # One decode call per (temperature, top_p, max_tokens) group would be needed if they differed; a round
         # uses one setting, so the batch's first request speaks for all.
         first = batch[0]
-        processors = LogitsProcessorList()
         if first.temperature > 0:
             gens = [torch.Generator().manual_seed(r.seed) for r in batch]
-            processors.append(GumbelSampler(gens, first.temperature, first.top_p))
-        eos = tok.eos_token_id
-        config = GenerationConfig(max_new_tokens=first.max_tokens, do_sample=False, num_beams=1,
-                                  pad_token_id=tok.pad_token_id, eos_token_id=eos)
-        with torch.no_grad():
-            out = model.generate(**enc, generation_config=config, logits_processor=processors)
-        new_BT = out[:, enc["input_ids"].shape[1]:]
+
+            def pick(logits_BV: Any, rows: list[int]) -> Any:
+                return GumbelSampler([gens[r] for r in rows], first.temperature, first.top_p)(None, logits_BV).argmax(-1)
+        else:
+            def pick(logits_BV: Any, rows: list[int]) -> Any:
+                return logits_BV.argmax(-1)
+
+        stop = self.settings.stop_after_code and not suppress_eos
+        decoded = decode(model, enc["input_ids"], enc["attention_mask"], max_new=first.max_tokens,
+                         eos=None if suppress_eos else tok.eos_token_id, pick=pick,
+                         text_of=(lambda ids: tok.decode(ids, skip_special_tokens=True)) if stop else None)
         latency = (time.perf_counter() - t0) / len(batch)
-        results: list[Outcome] = []
-        for row in new_BT.tolist():
-            stopped = eos is not None and eos in row
-            tokens = row[: row.index(eos)] if stopped else row
-            results.append(Completion(
-                text=tok.decode(tokens, skip_special_tokens=True), finish_reason="stop" if stopped else "length",
-                usage={"prompt_tokens": int(enc["input_ids"].shape[1]), "completion_tokens": len(tokens)},
-                latency_s=latency))
-        return results
+        return [Completion(text=tok.decode(d.tokens, skip_special_tokens=True), finish_reason=d.finish_reason,
+                           usage={"prompt_tokens": int(enc["input_ids"].shape[1]),
+                                  "completion_tokens": len(d.tokens)}, latency_s=latency)
+                for d in decoded]
 
     async def aclose(self) -> None:
         self._model = self._tokenizer = None
+
+
+_DTYPES: dict[str, str] = {}
+
+
+def _auto_dtype(path: Path) -> str:
+    """bf16 where a bf16 GEMM of the model's own MLP shape runs clearly faster than fp32 here (measured once per
+    process and model shape), else fp32. On CUDA: bf16 where supported."""
+    import json
+
+    import torch
+
+    if torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    cfg = json.loads((path / "config.json").read_text())
+    hidden, ffn = int(cfg.get("hidden_size", 512)), int(cfg.get("intermediate_size", 4 * cfg.get("hidden_size", 512)))
+    key = f"{hidden}x{ffn}"
+    if key not in _DTYPES:
+        from training.precision import probe_dtype
+
+        _DTYPES[key] = probe_dtype(hidden, ffn, 64)["chosen"]
+    return _DTYPES[key]

@@ -1,0 +1,78 @@
+"""Batched decoding for the ``hf:`` backend: a KV-cache loop that drops a row from the batch as soon as it is done.
+
+Why not ``model.generate``: it keeps computing every row until the last one stops, so one completion that loops to
+the token limit makes the whole batch pay for it (a batch of 32 costs ~6x a batch of 1 per step on this CPU), and
+it cannot stop a row at the end of its code block. Here each step runs only the rows still going; the cache, the
+attention mask and the positions are cut down to them (``Cache.batch_select_indices``).
+
+A row stops at its end-of-sequence token, at ``max_new`` tokens, or (``stop_after_code``) when its text so far holds
+a closed fenced python block that imports a solver: what ``contracts.extract`` would pick from it is complete, and
+the prompts ask for one such block and nothing else. Greedy rows give the tokens ``generate`` gives (same prefill,
+same per-row arithmetic; batch composition can only move float rounding); sampled rows draw from the same per-row
+``torch.Generator`` streams, so a sample does not depend on which batch it lands in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.extract import PYTHON_TAGS, closed_code_blocks, imports_solver
+
+
+@dataclass
+class Decoded:
+    tokens: list[int]  # new tokens, without the end-of-sequence token
+    finish_reason: str  # "stop" (end of sequence or end of the code block) | "length"
+
+
+def code_block_closed(text: str) -> bool:
+    """Does ``text`` hold a closed fenced python (or untagged) block that imports a solver?"""
+    return text.count("```") >= 2 and any((tag in PYTHON_TAGS or not tag) and imports_solver(body)
+                                          for tag, body in closed_code_blocks(text))
+
+
+def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos: int | None,
+           pick: Callable[[Any, list[int]], Any], text_of: Callable[[list[int]], str] | None = None) -> list[Decoded]:
+    """Decode every row of a left-padded batch. ``pick(logits_BV, rows)`` returns the next token of each active row
+    (``rows``: their indices in the original batch); ``text_of(tokens)`` turns on stopping at a closed code block."""
+    import torch
+    from transformers import DynamicCache
+
+    n = input_ids.shape[0]
+    out: list[list[int]] = [[] for _ in range(n)]
+    reason = ["length"] * n
+    rows = list(range(n))
+    mask = attention_mask.clone()
+    pos = (mask.long().cumsum(-1) - 1).clamp_(min=0)
+    cache = DynamicCache(config=model.config)
+    step_ids, step_pos = input_ids, pos
+    with torch.no_grad():
+        for step in range(max_new):
+            logits = model(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, past_key_values=cache,
+                           use_cache=True, logits_to_keep=1).logits[:, -1, :]
+            nxt = pick(logits, rows)
+            keep: list[int] = []
+            for j, r in enumerate(rows):
+                t = int(nxt[j])
+                if eos is not None and t == eos:
+                    reason[r] = "stop"
+                    continue
+                out[r].append(t)
+                # A fence ends in a backtick token: only then can a block have just closed.
+                if text_of is not None and "`" in text_of(out[r][-2:]) and code_block_closed(text_of(out[r])):
+                    reason[r] = "stop"
+                    continue
+                keep.append(j)
+            if not keep or step + 1 == max_new:
+                break
+            if len(keep) < len(rows):
+                idx = torch.tensor(keep, device=mask.device)
+                cache.batch_select_indices(idx)
+                mask, nxt, step_pos = mask[idx], nxt[idx], step_pos[idx]
+                rows = [rows[j] for j in keep]
+            step_ids = nxt.view(-1, 1).to(input_ids.dtype)
+            step_pos = step_pos[:, -1:] + 1
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+    return [Decoded(tokens, why) for tokens, why in zip(out, reason, strict=True)]

@@ -1,0 +1,116 @@
+"""The ``hf:`` decode loop (``flywheel.policies.backends.decode``): rows leave the batch when they end, yet greedy
+tokens equal transformers' ``generate`` row for row; a row stops once its code block has closed; dtype follows the
+measurement and is part of the cache identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from flywheel.config import PolicySection
+from flywheel.policies.backends.decode import code_block_closed, decode
+from flywheel.policies.backends.hf import HFBackend
+from flywheel.policies.spec import parse_spec
+from tests.test_policy_hf import build_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    return build_checkpoint(tmp_path_factory.mktemp("ckpt"), seed=3)
+
+
+def _model_and_batch(path: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    prompts = ["Maximize profit from 3 products", "A factory", "Minimize the cost of shipping goods from plants to "
+               "customers with capacities", "x"]
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    return tok, model, enc
+
+
+@pytest.mark.parametrize("eos_token", [None, "most_likely"])
+def test_greedy_equals_generate_row_for_row_while_rows_leave(checkpoint, eos_token) -> None:
+    tok, model, enc = _model_and_batch(checkpoint)
+    new = 24
+    ref = model.generate(**enc, max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id,
+                         eos_token_id=tok.eos_token_id)[:, enc["input_ids"].shape[1]:].tolist()
+    eos = None
+    if eos_token:
+        # A token that one row emits early and another late, as end of sequence: rows then leave at different steps,
+        # which is what the loop's cache pruning must survive. (The random model never emits its real EOS.)
+        eos = ref[1][3]
+        ref = model.generate(**enc, max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id,
+                             eos_token_id=eos)[:, enc["input_ids"].shape[1]:].tolist()
+    out = decode(model, enc["input_ids"], enc["attention_mask"], max_new=new, eos=eos,
+                 pick=lambda logits, rows: logits.argmax(-1))
+    lengths = set()
+    for got, want in zip(out, ref, strict=True):
+        want = want[: want.index(eos)] if eos is not None and eos in want else want
+        want = [t for t in want if t != tok.pad_token_id] if eos is not None else want
+        assert got.tokens == want
+        assert got.finish_reason == ("stop" if len(got.tokens) < new else "length")
+        lengths.add(len(got.tokens))
+    if eos_token:
+        assert len(lengths) > 1, "rows should have ended at different steps"
+
+
+def test_a_row_stops_when_its_solver_block_closes() -> None:
+    assert not code_block_closed("Here:\n```python\nimport gurobipy as gp\nm = gp.Model()\n")
+    assert code_block_closed("Here:\n```python\nimport gurobipy as gp\nm = gp.Model()\n```")
+    assert code_block_closed("```\nfrom pyomo.environ import *\n```\nmore")
+    assert not code_block_closed("```python\ndata = [1, 2]\n```\n")  # a data block: the program is still to come
+    assert not code_block_closed("```text\nimport gurobipy\n```")
+
+
+def test_stop_after_code_cuts_the_tail(checkpoint) -> None:
+    """A scripted "model" that writes a code block then rambles: the loop stops at the closing fence."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(checkpoint)
+    script = tok("```python\nimport gurobipy\n```\nand then some more words words words",
+                 add_special_tokens=False)["input_ids"]
+
+    class Scripted(torch.nn.Module):
+        config = None
+
+        def forward(self, input_ids, past_key_values=None, **_):  # noqa: ANN001, ANN003, ANN202
+            step = past_key_values.get_seq_length() - 2 if past_key_values.get_seq_length() else -1
+            logits = torch.zeros(input_ids.shape[0], 1, len(tok))
+            logits[:, 0, script[min(step + 1, len(script) - 1)]] = 1.0
+            past_key_values.update(torch.zeros(input_ids.shape[0], 1, input_ids.shape[1], 2),
+                                   torch.zeros(input_ids.shape[0], 1, input_ids.shape[1], 2), 0)
+            return type("Out", (), {"logits": logits})()
+
+    from transformers import LlamaConfig
+
+    model = Scripted()
+    model.config = LlamaConfig(num_hidden_layers=1)
+    ids = torch.zeros(1, 2, dtype=torch.long)
+    out = decode(model, ids, torch.ones_like(ids), max_new=len(script) + 5, eos=None,
+                 pick=lambda logits, rows: logits.argmax(-1), text_of=lambda t: tok.decode(t))
+    text = tok.decode(out[0].tokens)
+    assert out[0].finish_reason == "stop"
+    assert text.rstrip().endswith("```") and "more words" not in text
+    free = decode(model, ids, torch.ones_like(ids), max_new=len(script), eos=None,
+                  pick=lambda logits, rows: logits.argmax(-1))
+    assert "more words" in tok.decode(free[0].tokens)
+
+
+def test_dtype_is_measured_recorded_and_keys_the_cache(checkpoint) -> None:
+    from training.precision import probe_dtype
+
+    auto = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection())
+    assert auto.dtype in ("fp32", "bf16")
+    assert auto.identity["dtype"] == auto.dtype and auto.sampling_options["dtype"] == auto.dtype
+    fp32 = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(hf_dtype="fp32"))
+    bf16 = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(hf_dtype="bf16"))
+    assert fp32.identity != bf16.identity  # a reply cached in one dtype is never served for the other
+    bf16._load()
+    assert next(bf16._model.parameters()).dtype == torch.bfloat16
+    # On this machine auto picks what the probe measures for the checkpoint's MLP shape (32 x 64: a tie is fp32).
+    assert probe_dtype(32, 64, 64)["chosen"] in ("fp32", "bf16")
