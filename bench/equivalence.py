@@ -429,13 +429,54 @@ def _violable(m: Model, c: Constraint, env) -> bool:  # noqa: ANN001
     return False
 
 
+def project_slacks(m: Model) -> Model:
+    """``m`` with every slack column projected out: a continuous, cost-free column in [0, inf) that appears in one
+    row only (a spill, surplus or loss variable) makes ``a x + k s (=, <=, >=) b`` the one-sided row on ``x`` it
+    implies (``a x <= b`` for k > 0 and = or <=; free when the slack can absorb any excess), and the column goes.
+
+    Feasible sets are compared on what the model decides, not on its slacks: flipping ``a x + s = b`` to ``<=`` (s >= 0
+    in that row only) leaves ``a x <= b`` either way, an equivalent model, which the exact layer rightly accepts."""
+    rows: dict[str, int] = {}
+    for c in m.constraints:
+        for v, _ in c.terms:
+            rows[v] = rows.get(v, 0) + 1
+    cost = {v for v, a in m.objective.terms if a} | {v for a, b, q in m.objective.quadratic if q for v in (a, b)}
+    slack = {v.name for v in m.variables if v.vtype == VarType.CONTINUOUS and v.lb == 0.0 and v.ub is None
+             and rows.get(v.name) == 1 and v.name not in cost}
+    out = []
+    for c in m.constraints:
+        ks = [a for v, a in c.terms if v in slack]
+        if not ks:
+            out.append(c)
+            continue
+        if min(ks) < 0 < max(ks):
+            continue  # slacks of both signs: the row is no restriction on x at all
+        k = ks[0]
+        terms = tuple((v, a) for v, a in c.terms if v not in slack)
+        # k s ranges over [0, inf) for k > 0 and (-inf, 0] for k < 0: the row keeps only the side s cannot relax.
+        absorbs_down = k > 0  # a x = b - k s <= b
+        if c.sense == ConSense.EQ:
+            sense = ConSense.LE if absorbs_down else ConSense.GE
+        elif (c.sense == ConSense.LE) == absorbs_down:
+            sense = c.sense
+        else:
+            continue  # the slack absorbs any excess on the row's only side: no restriction on x
+        if terms:
+            out.append(c.model_copy(update={"terms": terms, "sense": sense}))
+    return m.model_copy(update={"constraints": tuple(out),
+                                "variables": tuple(v for v in m.variables if v.name not in slack)})
+
+
 def really_different(ref: Model, cand: Model, env) -> bool:  # noqa: ANN001
     """Label check for a 'different' perturbation: does it change the feasible set or the optimum at all?
 
     Changing a coefficient of a variable fixed at zero, or dropping a redundant row, leaves the model the same;
-    such a case is not a non-equivalent example, so the bench drops it (and counts how many it dropped).
+    such a case is not a non-equivalent example, so the bench drops it (and counts how many it dropped). Feasible
+    sets are compared with slack columns projected out (``project_slacks``).
     """
     import gurobipy as gp
+
+    ref, cand = project_slacks(ref), project_slacks(cand)
 
     if any(a.vtype != b.vtype for a, b in zip(ref.variables, cand.variables, strict=False)):
         return True
