@@ -429,20 +429,25 @@ def _violable(m: Model, c: Constraint, env) -> bool:  # noqa: ANN001
     return False
 
 
-def project_slacks(m: Model) -> Model:
-    """``m`` with every slack column projected out: a continuous, cost-free column in [0, inf) that appears in one
-    row only (a spill, surplus or loss variable) makes ``a x + k s (=, <=, >=) b`` the one-sided row on ``x`` it
-    implies (``a x <= b`` for k > 0 and = or <=; free when the slack can absorb any excess), and the column goes.
-
-    Feasible sets are compared on what the model decides, not on its slacks: flipping ``a x + s = b`` to ``<=`` (s >= 0
-    in that row only) leaves ``a x <= b`` either way, an equivalent model, which the exact layer rightly accepts."""
+def slack_columns(m: Model) -> set[str]:
+    """Continuous, cost-free columns in [0, inf) that appear in exactly one row."""
     rows: dict[str, int] = {}
     for c in m.constraints:
         for v, _ in c.terms:
             rows[v] = rows.get(v, 0) + 1
     cost = {v for v, a in m.objective.terms if a} | {v for a, b, q in m.objective.quadratic if q for v in (a, b)}
-    slack = {v.name for v in m.variables if v.vtype == VarType.CONTINUOUS and v.lb == 0.0 and v.ub is None
-             and rows.get(v.name) == 1 and v.name not in cost}
+    return {v.name for v in m.variables if v.vtype == VarType.CONTINUOUS and v.lb == 0.0 and v.ub is None
+            and rows.get(v.name) == 1 and v.name not in cost}
+
+
+def project_slacks(m: Model, slack: set[str] | None = None) -> Model:
+    """``m`` with its slack columns (``slack``, default ``slack_columns(m)``) projected out: a continuous, cost-free column in [0, inf) that appears in one
+    row only (a spill, surplus or loss variable) makes ``a x + k s (=, <=, >=) b`` the one-sided row on ``x`` it
+    implies (``a x <= b`` for k > 0 and = or <=; free when the slack can absorb any excess), and the column goes.
+
+    Feasible sets are compared on what the model decides, not on its slacks: flipping ``a x + s = b`` to ``<=`` (s >= 0
+    in that row only) leaves ``a x <= b`` either way, an equivalent model, which the exact layer rightly accepts."""
+    slack = slack_columns(m) if slack is None else slack
     out = []
     for c in m.constraints:
         ks = [a for v, a in c.terms if v in slack]
@@ -463,7 +468,9 @@ def project_slacks(m: Model) -> Model:
             continue  # the slack absorbs any excess on the row's only side: no restriction on x
         if terms:
             out.append(c.model_copy(update={"terms": terms, "sense": sense}))
-    return m.model_copy(update={"constraints": tuple(out),
+    objective = m.objective.model_copy(update={"terms": tuple((v, a) for v, a in m.objective.terms
+                                                              if v not in slack)})
+    return m.model_copy(update={"constraints": tuple(out), "objective": objective,
                                 "variables": tuple(v for v in m.variables if v.name not in slack)})
 
 
@@ -476,7 +483,8 @@ def really_different(ref: Model, cand: Model, env) -> bool:  # noqa: ANN001
     """
     import gurobipy as gp
 
-    ref, cand = project_slacks(ref), project_slacks(cand)
+    slack = slack_columns(ref) & slack_columns(cand)  # a column is projected out only where it is a slack in both
+    ref, cand = project_slacks(ref, slack), project_slacks(cand, slack)
 
     if any(a.vtype != b.vtype for a, b in zip(ref.variables, cand.variables, strict=False)):
         return True

@@ -61,11 +61,12 @@ def test_quadratic_objective_parses_and_solves() -> None:
 # name, cannot map 'open_<site>'. Recorded here so that it stays visible until the semantic layer handles it.
 _KNOWN_MISSES = {"ambulance_location": "slack_variables: semantic layer cannot map a presolved-away binary",
                  # Found when issue 20's families joined this grid (2026-12-02), not yet fixed:
-                 # the semantic layer's QP optimality check after added valid rows (HiGHS QP tolerance) ...
-                 "constrained_least_squares": "valid_inequalities: semantic QP re-solve says not optimal",
+                 # the semantic layer's QP solve after added valid rows (HiGHS's QP solver ends 'other') ...
+                 # (constrained_least_squares was here: its boxed QP re-solve failed; a fully mapped point is now
+                 # evaluated directly)
                  "economic_dispatch": "valid_inequalities: semantic QP re-solve reports status other",
-                 # ... a MILP the semantic layer does not finish ...
-                 "flow_shop": "valid_inequalities: semantic layer ends with status other on both models"}
+}
+# (flow_shop was here too: its boxed MILP re-solve of the reference optimum found no solution; see above)
 # (hydro_scheduling and irrigation_allocation were here: flipping a balance equality to <= is absorbed by the
 # zero-cost spill/loss column that appears only in that row, an equivalent model that the exact layer rightly
 # accepts; the label check now compares feasible sets with such slacks projected out, bench.project_slacks.)
