@@ -60,12 +60,10 @@ def test_quadratic_objective_parses_and_solves() -> None:
 # leaves ambulance_location's candidate one binary short of the reference and the semantic layer, which maps by
 # name, cannot map 'open_<site>'. Recorded here so that it stays visible until the semantic layer handles it.
 _KNOWN_MISSES = {"ambulance_location": "slack_variables: semantic layer cannot map a presolved-away binary",
-                 # Found when issue 20's families joined this grid (2026-12-02), not yet fixed:
-                 # the semantic layer's QP solve after added valid rows (HiGHS's QP solver ends 'other') ...
-                 # (constrained_least_squares was here: its boxed QP re-solve failed; a fully mapped point is now
-                 # evaluated directly)
-                 "economic_dispatch": "valid_inequalities: semantic QP re-solve reports status other",
 }
+# Found when issue 20's families joined this grid (2026-12-02), fixed 2026-12-04:
+# (constrained_least_squares: its boxed QP re-solve failed; a fully mapped point is now evaluated directly;
+# economic_dispatch: HiGHS's QP solver ran to its time limit at its default regularisation, see semantic.solve)
 # (flow_shop was here too: its boxed MILP re-solve of the reference optimum found no solution; see above)
 # (hydro_scheduling and irrigation_allocation were here: flipping a balance equality to <= is absorbed by the
 # zero-cost spill/loss column that appears only in that row, an equivalent model that the exact layer rightly

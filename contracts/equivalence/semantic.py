@@ -102,7 +102,14 @@ def solve(m: StdModel, objective: dict[int, float] | None = None, fixed: dict[in
     h = _highs(m, lb, ub, cost, m.constant if objective is None else 0.0, integer=True)
     if use_quad and objective is None and m.quad:
         _pass_hessian(h, m)
+        # HiGHS's QP solver ran to its time limit on an 8-column convex QP (economic_dispatch) with its default
+        # regularisation 1e-7 and solved it at once with 1e-9; the first setting that fails is retried below.
+        h.setOptionValue("qp_regularization_value", 1e-9)
     h.run()
+    if use_quad and objective is None and m.quad and _result(h)[0] == "other":
+        h.setOptionValue("qp_regularization_value", 1e-7)
+        h.clearSolver()
+        h.run()
     status, _, sol = _result(h)
     if status != "optimal":
         return SolveResult(status)
