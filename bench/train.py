@@ -172,8 +172,9 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
         # gives a plain loop, so the padding a packed SFT row carries is not counted against the baseline.
         batch = trim_tail(mixture.next_batch(step, rows))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-            loss = model(input_ids=batch.input_ids, position_ids=batch.position_ids, labels=batch.labels,
-                         shift_labels=batch.labels, use_cache=False).loss
+            labels = batch.labels.contiguous()  # trim_tail slices columns; HF's loss views the labels flat
+            loss = model(input_ids=batch.input_ids.contiguous(), position_ids=batch.position_ids.contiguous(),
+                         labels=labels, shift_labels=labels, use_cache=False).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
         opt.step()

@@ -54,6 +54,7 @@ class DemoSize:
     retrain_steps: int = 36
     sft_seq_len: int = 1024
     batch_rows: int = 4
+    micro_batch: int = 0  # rows per forward/backward (0 = batch_rows); fewer rows, less activation memory
     lr_sft: float = 1.5e-4
     lr_retrain: float = 3e-5  # continue from the previous round's model below round 0's peak (7.5e-5 hurt)
     eval_every: int = 0
@@ -78,7 +79,7 @@ SIZES: dict[str, DemoSize] = {
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
                      heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=240, heldout_problems=22,
                      rounds=2, round_problems=22, round_samples=2, sft_steps=100, retrain_steps=30, sft_seq_len=2048,
-                     max_tokens=1000, zero_shot_max_tokens=500, batch_generate=32),
+                     micro_batch=2, max_tokens=1000, zero_shot_max_tokens=500, batch_generate=32),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
