@@ -76,6 +76,8 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
         assert r["items"] == held and 0.0 <= r["pass@1_strict"] <= r["pass@1_lenient"] <= 1.0
         assert set(r["per_family"]) == set(SMOKE.families)
         assert sum(f["items"] for f in r["per_family"].values()) == held
+        assert sum(e["items"] for e in r["per_difficulty"].values()) == held
+        assert set(r["per_difficulty"]) == {str(d) for d in SMOKE.heldout_difficulties}
         # every strict miss has a class
         assert sum(r["miss_classes"].values()) == round(held * (1 - r["pass@1_strict"]))
     for r in results["rounds"][1:]:
@@ -87,6 +89,7 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
     for name in ROUND_PLOTS:
         assert (reports / name).stat().st_size > 5000, name  # a rendered figure, not an empty file
     assert "Pass@1 by flywheel round" in (reports / "results.md").read_text()
+    assert "Strict Pass@1 by held-out difficulty" in (reports / "results.md").read_text()
 
 
 @pytest.mark.slow

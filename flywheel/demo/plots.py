@@ -84,6 +84,16 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
         acc = f"{_pct(pol['acceptance_rate'])}" if pol else "-"
         lines.append(f"| {_label(r)} | {r['train_rows']} | {r.get('train_s') or '-'} | {_pct(r['pass@1_strict'])} "
                      f"| {_pct(r['pass@1_lenient'])} | {acc} | {pol['samples'] if pol else '-'} |")
+    levels = sorted({d for r in rounds for d in r.get("per_difficulty", {})})
+    if levels:
+        lines += ["", "## Strict Pass@1 by held-out difficulty", "",
+                  "| difficulty | " + " | ".join(_label(r) for r in rounds) + " |", "|---|" + "---:|" * len(rounds)]
+        for d in levels:
+            cells = []
+            for r in rounds:
+                e = r.get("per_difficulty", {}).get(d)
+                cells.append(f"{_pct(e['pass@1_strict'])} ({e['items']})" if e else "-")
+            lines.append(f"| {d} | " + " | ".join(cells) + " |")
     families = sorted({f for r in rounds for f in r["per_family"]})
     lines += ["", "## Strict Pass@1 per family", "", "| family | " + " | ".join(_label(r) for r in rounds) + " |",
               "|---|" + "---:|" * len(rounds)]

@@ -288,7 +288,11 @@ class Demo:
         out = self.work / "eval" / tag
         summary_file = out / "result.json"
         if summary_file.exists():
-            return json.loads(summary_file.read_text())
+            result = json.loads(summary_file.read_text())
+            if "per_difficulty" not in result:  # written before the by-difficulty table existed
+                result["per_difficulty"] = _per_difficulty(out / "verdicts.jsonl", problems)
+                summary_file.write_text(json.dumps(result, indent=2) + "\n")
+            return result
         t = time.perf_counter()
         attempts = self.generate(checkpoint, problems, tag)
         by_id = {p.problem_id: p for p in problems}
@@ -319,6 +323,7 @@ class Demo:
                   "copy_rate": sum(rates) / len(rates) if rates else 0.0,
                   "has_code": sum(bool(a.code) for a in attempts) / max(1, len(attempts)),
                   "miss_classes": overall.get("miss_classes", {}), "per_family": per_family,
+                  "per_difficulty": _per_difficulty(out / "verdicts.jsonl", problems),
                   "generate_s": round(time.perf_counter() - t, 1)}
         summary_file.write_text(json.dumps(result, indent=2) + "\n")
         self.stage(f"eval:{tag}", time.perf_counter() - t)
@@ -345,6 +350,20 @@ class Demo:
                              "pass@1_strict": rules["strict"]["pass@1"],
                              "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
         return results
+
+
+def _per_difficulty(verdicts: Path, problems: Sequence[Any]) -> dict[str, Any]:
+    """Strict and lenient Pass@1 by the held-out problems' difficulty, from ``eval score``'s verdicts."""
+    level = {p.problem_id: str(p.difficulty) for p in problems}
+    out: dict[str, dict[str, Any]] = {}
+    for line in verdicts.read_text().splitlines() if verdicts.exists() else []:
+        v = json.loads(line)
+        e = out.setdefault(level.get(v["id"], "?"), {"items": 0, "strict": 0, "lenient": 0})
+        e["items"] += 1
+        e["strict"] += bool(v["passed"].get("strict"))
+        e["lenient"] += bool(v["passed"].get("orlm_lenient"))
+    return {d: {"items": e["items"], "pass@1_strict": e["strict"] / e["items"],
+                "pass@1_lenient": e["lenient"] / e["items"]} for d, e in sorted(out.items())}
 
 
 def _overall(summary_file: Path) -> dict[str, Any]:
