@@ -232,3 +232,23 @@ def test_label_check_projects_single_row_slacks_out() -> None:
     assert bench.really_different(model(ConSense.EQ), model(ConSense.GE), _env())
     costly = bench.project_slacks(model(ConSense.EQ, spill_cost=-1.0))
     assert [v.name for v in costly.variables] == ["x", "y", "spill"]
+
+
+def test_a_number_on_a_rounding_boundary_does_not_split_equivalent_models() -> None:
+    """Canonical labels are rounded to 9 digits; the column scaling's float error (~1e-12 relative) put a number of
+    a rescaled min_cost_flow copy on the other side of that rounding (0.53578588849999 vs 0.5357858885017). The
+    exact layer then falls back to 7 digits; a real change (5th digit) is still not exact-equal."""
+    from solvers.ir import ConSense, Constraint, Model, Objective, ObjSense, Variable
+
+    def model(a: float) -> Model:
+        return Model(name="m", variables=(Variable(name="x", group="x", vtype="integer"),
+                                          Variable(name="y", group="y", vtype="integer")),
+                     constraints=(Constraint(name="c", group="c", terms=(("x", a), ("y", 1.0)), sense=ConSense.LE,
+                                             rhs=7.0),),
+                     objective=Objective(sense=ObjSense.MAXIMIZE, terms=(("x", 2.0), ("y", 1.0))))
+
+    lo, hi = model(0.53578588849999), model(0.5357858885017)
+    res = compare_models(lo, hi)
+    assert res.equivalent and res.layer == "exact" and "7 significant digits" in res.reason
+    far = compare_models(lo, model(0.53579))
+    assert not (far.equivalent and far.layer == "exact")

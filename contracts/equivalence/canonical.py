@@ -22,6 +22,7 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from contracts.equivalence.reformulate import (
     drop_implied_sides,
@@ -38,10 +39,10 @@ _DIGITS = 9
 _MAX_PASSES = 20
 
 
-def r(x: float) -> float:
+def r(x: float, digits: int = _DIGITS) -> float:
     if not math.isfinite(x) or x == 0:
         return 0.0 if x == 0 else x
-    return float(f"{x:.{_DIGITS}g}")
+    return float(f"{x:.{digits}g}")
 
 
 def _h(obj: object) -> str:
@@ -128,6 +129,7 @@ def _scale_columns(m: StdModel) -> None:
     # term picks one deterministically (a function of the scaled model only up to that factor: sound, maybe a miss)
     sol = np.linalg.lstsq(np.vstack([a_mat[:-1], 1e-6 * np.eye(n_r + n_c)]),
                           np.concatenate([b[:-1], np.zeros(n_r + n_c)]), rcond=None)[0]
+    _pin_free_components(m, eqs, free, sol, n_r)
     colf = np.exp(sol[n_r:])
     for k, j in enumerate(free):
         f = float(colf[k])
@@ -140,6 +142,49 @@ def _scale_columns(m: StdModel) -> None:
             m.obj[j] /= f
         m.lb[j] *= f
         m.ub[j] *= f
+
+
+def _pin_free_components(m: StdModel, eqs: list[tuple[int, int, float]], free: list[int], sol: Any,
+                         n_r: int) -> None:
+    """Fix the common factor of each component that neither a cost nor an integer column pins (a network of
+    cost-free flows): the ridge term picks one that depends on the columns' input scales, so a model and its
+    rescaled copy came out a constant factor apart in every bound and right-hand side of the component (9 held-out
+    misses in bench/equivalence.py, all flows). Every log |bound| + c_j and log |row side| + r_i moves by the same
+    shift t, so setting their mean to 0 picks the same representative for both. A component with no finite nonzero
+    bound or side is a cone: any factor gives the same canonical model."""
+    parent = list(range(n_r + len(free)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    pinned: set[int] = set()
+    for i, k, _ in eqs:
+        if i >= 0 and k >= 0:
+            parent[find(i)] = find(n_r + k)
+        elif i < 0 <= k:
+            pinned.add(n_r + k)  # a cost
+        elif i >= 0 > k:
+            pinned.add(i)  # a row with an integer or quadratic column (its factor is fixed at 1)
+    pinned_roots = {find(x) for x in pinned}
+    logs: dict[int, list[float]] = {}
+    for k, j in enumerate(free):
+        for v in (m.lb[j], m.ub[j]):
+            if v != 0 and math.isfinite(v):
+                logs.setdefault(find(n_r + k), []).append(math.log(abs(v)) + sol[n_r + k])
+    for i in range(n_r):
+        for v in (m.lo[i], m.hi[i]):
+            if v != 0 and math.isfinite(v):
+                logs.setdefault(find(i), []).append(math.log(abs(v)) + sol[i])
+    for root, values in logs.items():
+        if root in pinned_roots:
+            continue
+        shift = sum(sorted(values)) / len(values)  # sorted: the same sum whatever the input order
+        for x in range(n_r + len(free)):
+            if find(x) == root:
+                sol[x] -= shift
 
 
 def _int_bounds(lo: float, hi: float) -> tuple[float, float]:
@@ -296,36 +341,37 @@ def _orientation_key(row: dict[int, float], lo: float, hi: float) -> tuple:
     return (sorted(r(c) for c in row.values()), _fin(lo), _fin(hi))
 
 
-def _fin(x: float) -> float:
-    return 1e300 if x == INF else (-1e300 if x == -INF else r(x))
+def _fin(x: float, d: int = _DIGITS) -> float:
+    return 1e300 if x == INF else (-1e300 if x == -INF else r(x, d))
 
 
 # ---- colour refinement ------------------------------------------------------------------------------------------
 
 
-def initial_colours(m: StdModel) -> tuple[list[str], list[str]]:
+def initial_colours(m: StdModel, d: int = _DIGITS) -> tuple[list[str], list[str]]:
     quad_deg = Counter(j for k in m.quad for j in k)
-    var = [_h(("v", m.integer[j], _fin(m.lb[j]), _fin(m.ub[j]), r(m.obj.get(j, 0.0)), quad_deg[j]))
+    var = [_h(("v", m.integer[j], _fin(m.lb[j], d), _fin(m.ub[j], d), r(m.obj.get(j, 0.0), d), quad_deg[j]))
            for j in range(m.n_vars)]
-    row = [_h(("r", _fin(m.lo[i]), _fin(m.hi[i]))) for i in range(m.n_rows)]
+    row = [_h(("r", _fin(m.lo[i], d), _fin(m.hi[i], d))) for i in range(m.n_rows)]
     return var, row
 
 
-def refine(m: StdModel, var: list[str], row: list[str], rounds: int | None = None) -> tuple[list[str], list[str]]:
+def refine(m: StdModel, var: list[str], row: list[str], rounds: int | None = None,
+           d: int = _DIGITS) -> tuple[list[str], list[str]]:
     """Colour refinement until the partition stops splitting (or ``rounds`` rounds)."""
     cols: list[list[tuple[int, float]]] = [[] for _ in range(m.n_vars)]
     for i, rw in enumerate(m.rows):
         for j, c in rw.items():
-            cols[j].append((i, r(c)))
+            cols[j].append((i, r(c, d)))
     qn: list[list[tuple[int, float]]] = [[] for _ in range(m.n_vars)]
     for (a, b), c in m.quad.items():
-        qn[a].append((b, r(c)))
+        qn[a].append((b, r(c, d)))
         if a != b:
-            qn[b].append((a, r(c)))
+            qn[b].append((a, r(c, d)))
     n_classes = len(set(var)) + len(set(row))
     limit = rounds if rounds is not None else m.n_vars + m.n_rows + 1
     for _ in range(limit):
-        new_row = [_h((row[i], sorted((r(c), var[j]) for j, c in rw.items()))) for i, rw in enumerate(m.rows)]
+        new_row = [_h((row[i], sorted((r(c, d), var[j]) for j, c in rw.items()))) for i, rw in enumerate(m.rows)]
         new_var = [_h((var[j], sorted((c, new_row[i]) for i, c in cols[j]), sorted((c, var[k]) for k, c in qn[j])))
                    for j in range(m.n_vars)]
         var, row = new_var, new_row
@@ -343,12 +389,13 @@ def wl_hash(c: Canonical) -> str:
     return _h((sorted(Counter(var).items()), sorted(Counter(row).items()), r(m.constant), c.infeasible))
 
 
-def exact_hash(c: Canonical, max_vars: int = 3000) -> str | None:
-    """Hash of the canonical matrix in refinement order; None for models too large to order here."""
+def exact_hash(c: Canonical, max_vars: int = 3000, digits: int = _DIGITS) -> str | None:
+    """Hash of the canonical matrix in refinement order, every number rounded to ``digits`` significant digits;
+    None for models too large to order here."""
     m = c.model
     if m.n_vars > max_vars:
         return None
-    var, row = refine(m, *initial_colours(m))
+    var, row = refine(m, *initial_colours(m, digits), d=digits)
     # Individualise one vertex of the smallest tied class at a time until every variable has its own colour.
     while len(set(var)) < len(var):
         sizes = Counter(var)
@@ -356,10 +403,12 @@ def exact_hash(c: Canonical, max_vars: int = 3000) -> str | None:
         j = var.index(target)
         var = list(var)
         var[j] = _h((target, "*"))
-        var, row = refine(m, var, row)
+        var, row = refine(m, var, row, d=digits)
     rank = {j: k for k, j in enumerate(sorted(range(m.n_vars), key=lambda j: var[j]))}
-    cols = [(m.integer[j], _fin(m.lb[j]), _fin(m.ub[j]), r(m.obj.get(j, 0.0))) for j in sorted(rank, key=rank.get)]
-    rows = sorted((tuple(sorted((rank[j], r(a)) for j, a in rw.items())), _fin(m.lo[i]), _fin(m.hi[i]))
+    cols = [(m.integer[j], _fin(m.lb[j], digits), _fin(m.ub[j], digits), r(m.obj.get(j, 0.0), digits))
+            for j in sorted(rank, key=rank.get)]
+    rows = sorted((tuple(sorted((rank[j], r(a, digits)) for j, a in rw.items())), _fin(m.lo[i], digits),
+                   _fin(m.hi[i], digits))
                   for i, rw in enumerate(m.rows))
-    quad = sorted((tuple(sorted((rank[a], rank[b]))), r(q)) for (a, b), q in m.quad.items())
-    return _h((cols, rows, quad, r(m.constant), c.infeasible))
+    quad = sorted((tuple(sorted((rank[a], rank[b]))), r(q, digits)) for (a, b), q in m.quad.items())
+    return _h((cols, rows, quad, r(m.constant, digits), c.infeasible))
