@@ -252,3 +252,29 @@ def test_a_number_on_a_rounding_boundary_does_not_split_equivalent_models() -> N
     assert res.equivalent and res.layer == "exact" and "7 significant digits" in res.reason
     far = compare_models(lo, model(0.53579))
     assert not (far.equivalent and far.layer == "exact")
+
+
+@pytest.mark.parametrize("k1,k2", [(3.0, 0.1), (60.0, 7.0), (0.5, 0.5)])
+def test_columns_without_costs_are_rescaled_to_one_representative(k1: float, k2: float) -> None:
+    """Columns that no cost and no integer column pin (a cost-free flow network beside the objective) are scaled
+    only up to a common factor; the canonical form fixes it from the bounds and row sides, so a copy in other units
+    (x = k x') hashes equal. Before, the least-squares ridge picked the factor from the input scales."""
+    from solvers.ir import ConSense, Constraint, Model, Objective, ObjSense, Variable
+
+    def model(k1: float, k2: float) -> Model:
+        return Model(name="m", variables=(Variable(name="x1", group="x", ub=10.0 / k1),
+                                          Variable(name="x2", group="x", ub=20.0 / k2),
+                                          Variable(name="z", group="z", vtype="integer", ub=3.0)),
+                     constraints=(Constraint(name="a", group="c", terms=(("x1", k1), ("x2", k2)), sense=ConSense.LE,
+                                             rhs=25.0),
+                                  Constraint(name="b", group="c", terms=(("x1", k1), ("x2", -2.0 * k2)),
+                                             sense=ConSense.GE, rhs=-5.0)),
+                     objective=Objective(sense=ObjSense.MAXIMIZE, terms=(("z", 1.0),)))
+
+    def h(m: Model) -> str | None:
+        return exact_hash(canonicalize(from_ir(m), reformulate=True))
+
+    assert h(model(1.0, 1.0)) == h(model(k1, k2))
+    tighter = model(k1, k2).model_copy(update={"constraints": (model(k1, k2).constraints[0].model_copy(
+        update={"rhs": 24.0}), model(k1, k2).constraints[1])})
+    assert h(model(1.0, 1.0)) != h(tighter)
