@@ -104,7 +104,8 @@ def test_stop_after_code_cuts_the_tail(checkpoint) -> None:
 def test_dtype_is_measured_recorded_and_keys_the_cache(checkpoint) -> None:
     from training.precision import probe_dtype
 
-    auto = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection())
+    assert HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection()).dtype == "fp32"  # the default: see config
+    auto = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(hf_dtype="auto"))
     assert auto.dtype in ("fp32", "bf16")
     assert auto.identity["dtype"] == auto.dtype and auto.sampling_options["dtype"] == auto.dtype
     fp32 = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(hf_dtype="fp32"))
