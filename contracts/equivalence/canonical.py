@@ -178,13 +178,10 @@ def _pin_free_components(m: StdModel, eqs: list[tuple[int, int, float]], free: l
         for v in (m.lo[i], m.hi[i]):
             if v != 0 and math.isfinite(v):
                 logs.setdefault(find(i), []).append(math.log(abs(v)) + sol[i])
-    for root, values in logs.items():
-        if root in pinned_roots:
-            continue
-        shift = sum(sorted(values)) / len(values)  # sorted: the same sum whatever the input order
-        for x in range(n_r + len(free)):
-            if find(x) == root:
-                sol[x] -= shift
+    shifts = {root: sum(sorted(values)) / len(values)  # sorted: the same sum whatever the input order
+              for root, values in logs.items() if root not in pinned_roots}
+    for x in range(n_r + len(free)):
+        sol[x] -= shifts.get(find(x), 0.0)
 
 
 def _int_bounds(lo: float, hi: float) -> tuple[float, float]:

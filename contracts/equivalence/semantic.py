@@ -100,17 +100,19 @@ def solve(m: StdModel, objective: dict[int, float] | None = None, fixed: dict[in
         lb[j], ub[j] = (round(v), round(v)) if m.integer[j] else (v - slack, v + slack)
     cost = objective if objective is not None else m.obj
     h = _highs(m, lb, ub, cost, m.constant if objective is None else 0.0, integer=True)
-    if use_quad and objective is None and m.quad:
+    qp = use_quad and objective is None and bool(m.quad)
+    if qp:
         _pass_hessian(h, m)
         # HiGHS's QP solver ran to its time limit on an 8-column convex QP (economic_dispatch) with its default
-        # regularisation 1e-7 and solved it at once with 1e-9; the first setting that fails is retried below.
+        # regularisation 1e-7 and solved it at once with 1e-9; the default is retried when 1e-9 fails.
         h.setOptionValue("qp_regularization_value", 1e-9)
     h.run()
-    if use_quad and objective is None and m.quad and _result(h)[0] == "other":
+    status, _, sol = _result(h)
+    if qp and status == "other":
         h.setOptionValue("qp_regularization_value", 1e-7)
         h.clearSolver()
         h.run()
-    status, _, sol = _result(h)
+        status, _, sol = _result(h)
     if status != "optimal":
         return SolveResult(status)
     value = m.objective_value(sol) if objective is None else sum(c * sol[j] for j, c in cost.items())

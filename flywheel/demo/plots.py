@@ -5,6 +5,7 @@ data, CPT vs SFT alone) are measured by ``bench/flywheel_claims.py``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,25 @@ def plot_rounds(results: dict[str, Any], out: Path) -> list[Path]:
     return [out / n for n in ROUND_PLOTS]
 
 
+def _round_table(rounds: list[dict[str, Any]], title: str, column: str, keys: list[str],
+                 cell: Callable[[dict[str, Any], str], str]) -> list[str]:
+    """A markdown section: one row per key, one column per round, ``cell(round, key)`` in each."""
+    return ["", f"## {title}", "", f"| {column} | " + " | ".join(_label(r) for r in rounds) + " |",
+            "|---|" + "---:|" * len(rounds),
+            *(f"| {k} | " + " | ".join(cell(r, k) for r in rounds) + " |" for k in keys)]
+
+
+def _difficulty_cell(r: dict[str, Any], level: str) -> str:
+    e = r.get("per_difficulty", {}).get(level)
+    return f"{_pct(e['pass@1_strict'])} ({e['items']})" if e else "-"
+
+
+def _benchmark_cell(r: dict[str, Any], bench: str) -> str:
+    e = r.get("benchmarks", {}).get(bench, {})
+    return (f"{_pct(e['pass@1_strict'])} / {_pct(e['pass@1_lenient'])} ({e['items']})" if "pass@1_strict" in e
+            else e.get("skipped", "-")[:20])
+
+
 def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     """results.json and results.md: the overall table by round, the per-family table, policy acceptance and the
     failure classes (readable at 80 columns)."""
@@ -86,31 +106,14 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
                      f"| {_pct(r['pass@1_lenient'])} | {acc} | {pol['samples'] if pol else '-'} |")
     levels = sorted({d for r in rounds for d in r.get("per_difficulty", {})})
     if levels:
-        lines += ["", "## Strict Pass@1 by held-out difficulty", "",
-                  "| difficulty | " + " | ".join(_label(r) for r in rounds) + " |", "|---|" + "---:|" * len(rounds)]
-        for d in levels:
-            cells = []
-            for r in rounds:
-                e = r.get("per_difficulty", {}).get(d)
-                cells.append(f"{_pct(e['pass@1_strict'])} ({e['items']})" if e else "-")
-            lines.append(f"| {d} | " + " | ".join(cells) + " |")
+        lines += _round_table(rounds, "Strict Pass@1 by held-out difficulty", "difficulty", levels, _difficulty_cell)
     families = sorted({f for r in rounds for f in r["per_family"]})
-    lines += ["", "## Strict Pass@1 per family", "", "| family | " + " | ".join(_label(r) for r in rounds) + " |",
-              "|---|" + "---:|" * len(rounds)]
-    for fam in families:
-        cells = [_pct(r["per_family"].get(fam, {}).get("pass@1_strict")) for r in rounds]
-        lines.append(f"| {fam} | " + " | ".join(cells) + " |")
+    lines += _round_table(rounds, "Strict Pass@1 per family", "family", families,
+                          lambda r, fam: _pct(r["per_family"].get(fam, {}).get("pass@1_strict")))
     benches = sorted({b for r in rounds for b in r.get("benchmarks", {})})
     if benches:
-        lines += ["", "## Zero-shot transfer to benchmarks (strict / lenient Pass@1)", "",
-                  "| benchmark | " + " | ".join(_label(r) for r in rounds) + " |", "|---|" + "---:|" * len(rounds)]
-        for b in benches:
-            cells = []
-            for r in rounds:
-                e = r.get("benchmarks", {}).get(b, {})
-                cells.append(f"{_pct(e['pass@1_strict'])} / {_pct(e['pass@1_lenient'])} ({e['items']})"
-                             if "pass@1_strict" in e else e.get("skipped", "-")[:20])
-            lines.append(f"| {b} | " + " | ".join(cells) + " |")
+        lines += _round_table(rounds, "Zero-shot transfer to benchmarks (strict / lenient Pass@1)", "benchmark",
+                              benches, _benchmark_cell)
     lines += ["", "## Why held-out programs missed (strict rule)", ""]
     for r in rounds:
         misses = ", ".join(f"{k} {v}" for k, v in r.get("miss_classes", {}).items()) or "none"

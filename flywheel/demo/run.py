@@ -58,9 +58,10 @@ class Demo:
     def stage(self, name: str, seconds: float) -> None:
         self.results["stages"][name] = round(seconds, 1)
 
-    def policy_config(self, max_tokens: int = 0) -> Path:
+    def policy_config(self, tag: str = "") -> Path:
+        """The policy TOML for evaluating ``tag`` (the base model ``"base"`` gets ``zero_shot_max_tokens``)."""
         s = self.size
-        max_tokens = max_tokens or s.max_tokens
+        max_tokens = (s.zero_shot_max_tokens if tag == "base" else 0) or s.max_tokens
         path = self.work / ("policy.toml" if max_tokens == s.max_tokens else f"policy-{max_tokens}.toml")
         path.write_text(
             "# The demo's policy settings: the code-only template (the SFT shards are exported with it), greedy\n"
@@ -79,9 +80,8 @@ class Demo:
         t = time.perf_counter()
         # Families start at a different one per difficulty, so rounds smaller than the family list still cover
         # every family across their difficulties.
-        k = (s.round_difficulties if policy else s.round0_difficulties).index(difficulty) \
-            if difficulty in (s.round_difficulties if policy else s.round0_difficulties) else 0
-        shift = (k * problems) % len(s.families)
+        levels = s.round_difficulties if policy else s.round0_difficulties
+        shift = (levels.index(difficulty) * problems if difficulty in levels else 0) % len(s.families)
         families = s.families[shift:] + s.families[:shift]
         args = ["run-round", "--store", str(self.store), "--problems", str(problems), "--families",
                 ",".join(families), "--seed", str(seed), "--api", s.api, "--difficulty", str(difficulty),
@@ -277,8 +277,7 @@ class Demo:
         from flywheel.config import load_config
         from flywheel.policies.run import generate_attempts
 
-        max_tokens = self.size.zero_shot_max_tokens if tag == "base" else 0
-        settings = load_config(self.policy_config(max_tokens)).policy
+        settings = load_config(self.policy_config(tag)).policy
         run = generate_attempts(problems, f"hf:{checkpoint}", samples=1, temperature=0.0, api=self.size.api,
                                 round_id=0, cache_dir=self.work / "cache" / tag, progress=False, settings=settings)
         return run.attempts
@@ -342,9 +341,8 @@ class Demo:
                     continue
                 limit = ["--limit", str(self.size.bench_limit)] if self.size.bench_limit else []
                 self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), *limit, "--api",
-                         self.size.api, "--config",
-                         str(self.policy_config(self.size.zero_shot_max_tokens if tag == "base" else 0)),
-                         "--out", str(out), "--format", "json")
+                         self.size.api, "--config", str(self.policy_config(tag)), "--out", str(out), "--format",
+                         "json")
             rules = _rules(out / "summary.json")
             results[name] = {"items": _overall(out / "summary.json").get("items"),
                              "pass@1_strict": rules["strict"]["pass@1"],

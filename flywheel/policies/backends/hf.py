@@ -6,9 +6,10 @@ closed), so one looping completion no longer holds 31 finished ones. The dtype (
 default: bf16 decodes 2.4x faster on an AVX-512 BF16 CPU but a fine-tuned SmolLM2's greedy output in bf16 looped to
 the token limit on 5 of 8 held-out problems against 2 in fp32. ``auto`` takes bf16 where this device measurably runs
 bf16 GEMMs faster (``training.precision.probe_dtype``), for sampling where speed matters more than fidelity. The
-dtype is part of the identity (cache fingerprint) and of the sampling record, since greedy text differs between them. Sampling uses the Gumbel-max trick inside a logits processor with one ``torch.Generator`` per request,
-seeded from (problem, sample index): argmax(logits / T + Gumbel noise) is an exact draw from softmax(logits / T),
-and each sample is reproducible whatever batch it lands in. Temperature 0 is greedy.
+dtype is part of the identity (cache fingerprint) and of the sampling record, since greedy text differs between them.
+Sampling uses the Gumbel-max trick inside a logits processor with one ``torch.Generator`` per request, seeded
+from (problem, sample index): argmax(logits / T + Gumbel noise) is an exact draw from softmax(logits / T), and each
+sample is reproducible whatever batch it lands in. Temperature 0 is greedy.
 """
 
 from __future__ import annotations
