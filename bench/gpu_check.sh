@@ -19,6 +19,8 @@ OUT_DIR=${OUT:-bench/results}
 mkdir -p "$OUT_DIR"
 "$PY" -c "import torch, triton; assert torch.cuda.is_available(); print(torch.cuda.get_device_name(), 'torch', torch.__version__, 'triton', triton.__version__)"
 
+STAGES=${GPU_CHECK_STAGES:-"1 2"}  # e.g. GPU_CHECK_STAGES=2 to rerun the step alone
+if [[ " $STAGES " == *" 1 "* ]]; then
 echo "== 1. Triton kernels vs reference on CUDA =="
 timeout 180 "$PY" - <<'PYEOF'
 import sys, torch
@@ -42,9 +44,11 @@ for dtype in ("float32", "bfloat16"):
 print("triton vs reference:", "ALL OK" if not bad else f"{bad} FAILED")
 sys.exit(1 if bad else 0)
 PYEOF
+fi
 
+[[ " $STAGES " == *" 2 "* ]] || exit 0
 echo "== 2. ~1B-active MoE training step, without and with the tuned table =="
-timeout 420 "$PY" - "$OUT_DIR" <<'PYEOF'
+timeout ${GPU_CHECK_STEP_TIMEOUT:-420} "$PY" - "$OUT_DIR" <<'PYEOF'
 import json, sys, time
 from pathlib import Path
 import torch

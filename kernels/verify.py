@@ -46,6 +46,14 @@ def clone_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
                  for a in args)
 
 
+def upcast_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """fp32 copies of the floating tensors (integer and boolean ones as they are): the oracle's inputs. Inputs
+    captured under autocast can mix dtypes (on CUDA q / k come out of RoPE in fp32 beside a bf16 v), which the
+    eager reference only multiplies together under autocast."""
+    return tuple(a.detach().float().requires_grad_(a.requires_grad)
+                 if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+
+
 def run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: str, device: str,
         upstream_seed: int = 0) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
     """Outputs (as a list) and the gradients of every grad-requiring tensor input under a fixed random upstream."""
@@ -109,7 +117,7 @@ def compare(op: str, backend: str, args: tuple[Any, ...], kwargs: dict[str, Any]
             return Check(False, float("inf"), "different number of outputs")
         err = _error(out, grads, ref_out, ref_grads)
         if dtype == "bfloat16" and err > TOLERANCE[dtype]:
-            oracle_out, oracle_grads = run(ref_fn, clone_args(args), kwargs, "float32", device)
+            oracle_out, oracle_grads = run(ref_fn, upcast_args(args), kwargs, "float32", device)
             err = min(err, _error(out, grads, oracle_out, oracle_grads))
     tol = TOLERANCE[dtype]
     return Check(err <= tol, err, "" if err <= tol else f"relative error {err:.2e} > {tol:.0e}")

@@ -133,3 +133,20 @@ def test_wrong_backend_is_rejected() -> None:
         assert not compare("swiglu", "wrong_for_test", args, {}, "bfloat16").ok
     finally:
         del registry.OPS["swiglu"]["wrong_for_test"]
+
+
+def test_the_fp32_oracle_runs_on_mixed_dtype_inputs_captured_under_autocast(monkeypatch) -> None:
+    """Under CUDA autocast the captured attention inputs mix dtypes (q / k fp32 out of RoPE, v bf16 out of a
+    linear). A bf16 candidate past the bf16 tolerance is re-checked against the reference in fp32; that oracle must
+    upcast its inputs, not multiply fp32 probabilities with a bf16 v outside autocast (it raised on the H200)."""
+    import kernels.verify as verify
+
+    monkeypatch.setitem(verify.TOLERANCE, "bfloat16", 0.0)  # force the oracle path on any rounding at all
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, 16, 8, generator=g).requires_grad_(True)
+    k = torch.randn(1, 2, 16, 8, generator=g).requires_grad_(True)
+    v = torch.randn(1, 2, 16, 8, generator=g).to(torch.bfloat16).requires_grad_(True)
+    check = compare("attention", "sdpa", (q, k, v, None, 8 ** -0.5), {}, "bfloat16")
+    assert check.max_error < 6e-2, check  # against the fp32 oracle the bf16 candidate is within bf16 rounding
+    up = verify.upcast_args((q, v, torch.ones(2, dtype=torch.bool)))
+    assert [a.dtype for a in up] == [torch.float32, torch.float32, torch.bool] and up[1].requires_grad

@@ -118,6 +118,12 @@ def test_trim_tail_keeps_loss_and_gradients(arch: str) -> None:
         results.append((float(loss), {k: q.grad.clone() for k, q in model.named_parameters() if q.grad is not None}))
     (full, g_full), (trimmed, g_trim) = results
     assert trimmed == pytest.approx(full, rel=1e-5)  # fp32; only mask shapes differ (summation-order noise)
+    # The kernel-patched trainer takes HF's own loss, which views the labels flat: a strided column slice raised.
+    assert t.input_ids.is_contiguous() and t.labels.is_contiguous()
+    model = build_model(arch, "", vocab, {}, seed=0)
+    hf = model(input_ids=t.input_ids, position_ids=t.position_ids, labels=t.labels, shift_labels=t.labels,
+               num_items_in_batch=1, use_cache=False).loss
+    assert float(hf) == pytest.approx(full, rel=1e-5)
     for k in g_full:
         torch.testing.assert_close(g_trim[k], g_full[k], atol=1e-6, rtol=1e-4)
 

@@ -167,7 +167,8 @@ def trim_tail(batch: Packed) -> Packed:
         if last + 1 < end:
             start = last if last >= 0 else 0
             pos[r, start:] = pos[r, start] + torch.arange(end - start)
-    return Packed(ids, pos, lab, batch.truncated, batch.documents)
+    # Contiguous copies: a column slice of a row-major tensor is a strided view, and HF's loss views labels flat.
+    return Packed(ids.contiguous(), pos, lab.contiguous(), batch.truncated, batch.documents)
 
 
 @dataclass
