@@ -108,3 +108,7 @@ def test_demo_set_overrides_parse_by_field_type_and_name_the_nearest_key() -> No
         overrides(SIZES["speedrun"], ["rounds=two"])
     with pytest.raises(FlywheelError, match="KEY=VALUE"):
         overrides(SIZES["speedrun"], ["rounds"])
+    # A run's seed moves round 0's problems and the data order, never into the rounds' seed range (1000 r + d).
+    assert overrides(SIZES["speedrun"], ["seed=2"]).seed == 2
+    with pytest.raises(FlywheelError, match="0..99"):
+        overrides(SIZES["speedrun"], ["seed=100"])

@@ -94,7 +94,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         base = demo.base_checkpoint()
         step()
         demo.say("round 0: generator problems -> compact reference programs -> sandbox -> contracts -> store")
-        round0 = [demo.store_round(f"r0-d{d}", seed=d, difficulty=d, problems=size.round0_problems)
+        round0 = [demo.store_round(f"r0-d{d}", seed=10 * size.seed + d, difficulty=d, problems=size.round0_problems)
                   for d in size.round0_difficulties]
         demo.export("sft", sh / "sft0")
         tok = None if base else demo.tokenizer([sh / "sft0"])
@@ -111,7 +111,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             step()
 
         sft0 = demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
-                                                seq_len=size.sft_seq_len, lr=size.lr_sft, init=base, tokenizer=tok))
+                                                seq_len=size.sft_seq_len, lr=size.lr_sft, init=base, tokenizer=tok,
+                                                seed=size.seed))
         step()
         rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
                        "train_s": demo.results["stages"].get("train:sft-r0"), "val_loss_heldout": final_val(sft0),
@@ -133,7 +134,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             shard = demo.export("sft", sh / f"sft-r{r}", "--where", f"policy <> 'reference' OR round IN ({keep})")
             model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", [sh / f"sft-r{r}"],
                                                         steps=size.retrain_steps, seq_len=size.sft_seq_len,
-                                                        lr=size.lr_retrain, init=model / "final"))
+                                                        lr=size.lr_retrain, init=model / "final", seed=size.seed))
             step()
             rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
                            "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
@@ -146,7 +147,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "api": size.api, "round0_difficulties": list(size.round0_difficulties),
                          "round_difficulties": list(size.round_difficulties),
                          "heldout_difficulties": list(size.heldout_difficulties),
-                         "heldout_problems": len(problems), "heldout_seed": size.heldout_seed,
+                         "heldout_problems": len(problems), "heldout_seed": size.heldout_seed, "seed": size.seed,
                          "heldout_in_training_store": overlap, "round0_problems": size.round0_problems,
                          "round_problems": size.round_problems, "round_samples": size.round_samples,
                          "sft_steps": size.sft_steps, "retrain_steps": size.retrain_steps,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flywheel.generators.base import family_names
+from solvers.errors import ConfigError
 
 # The full size runs every registered family (65 once issue 20's families landed), in registry order.
 ALL_FAMILIES = tuple(family_names())
@@ -42,6 +43,8 @@ class DemoSize:
     round0_problems: int = 600  # per difficulty (speedrun: 574 SFT rows; 72 steps see half of them once)
     heldout_problems: int = 60  # per difficulty, spread over the families
     heldout_seed: int = 90_001
+    seed: int = 0  # a run's seed (< 100): round-0 problem seeds (10 * seed + difficulty) and the SFT data order;
+    #                the held-out problems stay the same, so runs of different seeds compare on one test set
     rounds: int = 1  # self-distillation rounds after round 0
     round_problems: int = 20  # per difficulty and round
     round_samples: int = 4  # K programs per problem
@@ -69,6 +72,10 @@ class DemoSize:
     arch: str = "qwen3_tiny"
     model_overrides: dict[str, Any] = field(default_factory=dict)
     tokenizer_vocab: int = 2048
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.seed < 100:  # 10 * seed + difficulty must stay below the rounds' seeds (1000 r + d)
+            raise ConfigError(f"demo seed {self.seed} must be in 0..99", culprit="seed")
 
 
 SIZES: dict[str, DemoSize] = {
