@@ -41,17 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMING_COLUMNS = ("gt_solve_ms", "measured_difficulty", "measured_level")  # differ run to run by nature
 
 
-def cpu_flags() -> list[str]:
-    """The SIMD flags of /proc/cpuinfo (what bounds numpy and the solvers' kernels)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return sorted(f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "sse", "fma", "amx")))
-    except OSError:
-        pass
-    return []
-
-
 def _cpu_s() -> tuple[float, float]:
     """(this process, its reaped children) user + system CPU seconds."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -216,7 +205,7 @@ def main() -> None:
     print("slowest families (CPU ms / problem):", ", ".join(f"{f} {ms:.0f}" for f, ms in slow))
     out = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": machine(), "cpu_flags": cpu_flags(),
+        "machine": machine(),
         "versions": versions("highspy", "gurobipy", "ortools", "numpy", "pydantic", "duckdb", "pyarrow"),
         "args": {k: v for k, v in vars(args).items() if k != "child"},
         "round_generate": {"runs": runs, "median": summary, "cpu_ratio_baseline_over_new": cpu_ratio,
