@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._machine import cpu_flags, machine  # noqa: E402
@@ -25,3 +27,19 @@ def test_machine_records_this_hosts_flags() -> None:
     assert info["cpu_flags"] == cpu_flags()
     if Path("/proc/cpuinfo").exists() and " avx2 " in Path("/proc/cpuinfo").read_text():
         assert "avx2" in info["cpu_flags"]
+
+
+def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
+    from bench.speedrun_seeds import markdown, summarize
+
+    def result(strict: float, train_s: float) -> dict:
+        r0 = {"round": 0, "pass@1_strict": strict, "pass@1_lenient": strict + 0.05, "items": 60, "train_s": train_s,
+              "train_rows": 574, "per_family": {"diet": {"pass@1_strict": strict}}, "miss_classes": {}}
+        return {"rounds": [{"round": "base"}, r0], "settings": {"sft_steps": 120, "heldout_in_training_store": 0}}
+
+    s = summarize({2: result(0.9, 1000.0), 0: result(0.8, 1200.0)})
+    assert list(s["per_seed"]) == [0, 2]
+    assert s["strict"]["mean"] == pytest.approx(0.85) and s["strict"]["std"] == pytest.approx(0.0707, abs=1e-4)
+    assert (s["strict"]["min"], s["strict"]["max"], s["train_s"]["mean"]) == (0.8, 0.9, 1100.0)
+    md = markdown(s)
+    assert "85.0% +- 7.1" in md and max(len(line) for line in md.splitlines()) <= 80
