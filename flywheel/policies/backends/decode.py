@@ -33,6 +33,14 @@ def code_block_closed(text: str) -> bool:
                                           for tag, body in closed_code_blocks(text))
 
 
+def cache_argument(model: Any) -> str:
+    """The forward's name for the KV cache: ``cache`` where transformers renamed it (``past_key_values`` warns
+    there and goes in 5.40), ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos: int | None,
            pick: Callable[[Any, list[int]], Any], text_of: Callable[[list[int]], str] | None = None) -> list[Decoded]:
     """Decode every row of a left-padded batch. ``pick(logits_BV, rows)`` returns the next token of each active row
@@ -47,11 +55,12 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos
     mask = attention_mask.clone()
     pos = (mask.long().cumsum(-1) - 1).clamp_(min=0)
     cache = DynamicCache(config=model.config)
+    cache_kw = cache_argument(model)
     step_ids, step_pos = input_ids, pos
     with torch.no_grad():
         for step in range(max_new):
-            logits = model(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, past_key_values=cache,
-                           use_cache=True, logits_to_keep=1).logits[:, -1, :]
+            logits = model(input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True,
+                           logits_to_keep=1, **{cache_kw: cache}).logits[:, -1, :]
             nxt = pick(logits, rows)
             keep: list[int] = []
             for j, r in enumerate(rows):
