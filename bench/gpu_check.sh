@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU check for the kernels issue, for a machine with one H200 (or any CUDA GPU with Triton). NOT run in the session
-# that wrote it (no GPU was lent); run it when one is, and record the printed figures in the closing note.
+# GPU check for the kernels issue, for a machine with one H200 (or any CUDA GPU with Triton). Run once on an H200 on
+# 2026-12-04 (bench/results/gpu_check.{json,log}); rerun it when a GPU is lent, and record the figures in the note.
 #
 #   bash bench/gpu_check.sh            # ~6-9 minutes on an H200; every stage has its own timeout
 #
