@@ -50,6 +50,7 @@ def versions(*dists: str) -> dict[str, str]:
 
 
 def machine() -> dict[str, Any]:
-    """CPU, cores, Python, platform, SIMD flags and the 1-minute load average (the machine is shared: load explains noise)."""
+    """CPU, cores, Python, platform, SIMD flags and the 1-minute load average (the machine is shared: load explains
+    noise)."""
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform(), "cpu_flags": cpu_flags(), "load_avg_1m": os.getloadavg()[0]}

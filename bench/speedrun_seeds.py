@@ -31,8 +31,8 @@ RESULTS = ROOT / "bench" / "results"
 def run_seed(seed: int, steps: int, init: str, work: Path, reports: Path) -> dict[str, Any]:
     report = reports / f"seed{seed}" / "results.json"
     if not report.exists():
-        subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "speedrun", "--work", str(work / f"seed{seed}"),
-                        "--reports", str(report.parent), "--init", init, "--no-progress",
+        subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "speedrun",
+                        "--work", str(work / f"seed{seed}"), "--reports", str(report.parent), "--init", init, "--no-progress",
                         "--set", f"seed={seed}", "--set", f"sft_steps={steps}", "--set", "rounds=0",
                         "--set", "zero_shot=False", "--set", "benchmarks="], cwd=ROOT, check=True)
     return json.loads(report.read_text())

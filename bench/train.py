@@ -7,9 +7,10 @@ Cases (each one a lockstep race of two arms, same dtype in both):
 * ``moe_tiny`` fp32 and ``moe_tiny`` bf16: the tiny Qwen3-MoE (``qwen3_moe_tiny``) at seq 128, 8 rows per step.
 * ``smollm2_sft`` fp32 and bf16: the demo's own workload, SFT of the imported SmolLM2-135M-Instruct (vocab 49,152)
   on chat rows with the loss on assistant tokens, 2 packed rows of 1024 per step (the two arms' processes are
-  resident together: at 4 rows the plain arm alone peaks at ~10.7 GB and a 24 GB machine OOM-killed it). Both arms get the same rows cut after their
-  last target (``training.data.trim_tail``, what a dynamic-padding collator gives a plain loop); what remains for the
-  trainer is its own: the LM head on target positions only and the tuned kernels.
+  resident together: at 4 rows the plain arm alone peaks at ~10.7 GB and a 24 GB machine OOM-killed it). Both arms
+  get the same rows cut after their last target (``training.data.trim_tail``, what a dynamic-padding collator gives
+  a plain loop); what remains for the trainer is its own: the LM head on target positions only and the tuned
+  kernels.
   The large shapes run in bf16 by default only on a CPU with bf16 matrix instructions (``bf16_matmul_hw`` in the
   JSON): elsewhere torch emulates bf16 GEMMs (~50x below fp32) and one step would take ~10 minutes per arm.
 
@@ -174,9 +175,8 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
         # gives a plain loop, so the padding a packed SFT row carries is not counted against the baseline.
         batch = trim_tail(mixture.next_batch(step, rows))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-            labels = batch.labels.contiguous()  # trim_tail slices columns; HF's loss views the labels flat
-            loss = model(input_ids=batch.input_ids.contiguous(), position_ids=batch.position_ids.contiguous(),
-                         labels=labels, shift_labels=labels, use_cache=False).loss
+            loss = model(input_ids=batch.input_ids, position_ids=batch.position_ids, labels=batch.labels,
+                         shift_labels=batch.labels, use_cache=False).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
         opt.step()
