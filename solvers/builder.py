@@ -8,6 +8,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from solvers.errors import ModelError
 from solvers.ir import (
     ConGroup,
     ConSense,
@@ -79,13 +80,21 @@ class ModelBuilder:
         ub: float | None = None,
         description: str = "",
         unit: str = "",
+        keys: Iterable[Sequence[str]] | None = None,
     ) -> dict[tuple[str, ...], str]:
-        """Add one variable per element of the product of ``index`` sets; returns index tuple -> variable name."""
+        """Add one variable per element of the product of ``index`` sets, or per key of ``keys`` (a sparse group:
+        only the pairs that exist, e.g. the legs ``(i, j)`` with ``i != j``; the renderers then loop over a key
+        list); returns index tuple -> variable name."""
         self._var_groups.append(VarGroup(name=group, index=tuple(index), vtype=vtype, description=description, unit=unit))
         if vtype == VarType.BINARY:
             lb, ub = 0.0, 1.0
         out: dict[tuple[str, ...], str] = {}
-        for key in itertools.product(*(self._sets[s].elements for s in index)):
+        if keys is None:
+            keys = itertools.product(*(self._sets[s].elements for s in index))
+        for key in keys:
+            key = tuple(key)
+            if len(key) != len(index) or any(k not in self._sets[s].elements for k, s in zip(key, index, strict=True)):
+                raise ModelError(f"variable group {group!r}: key {key!r} is not an element of {tuple(index)}")
             name = "_".join((group, *key)) if key else group
             self._vars.append(Variable(name=name, group=group, index=tuple(key), vtype=vtype, lb=lb, ub=ub))
             out[tuple(key)] = name

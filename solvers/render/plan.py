@@ -179,6 +179,8 @@ class _Planner(TemplateSearch):
         targets = tuple(local.claim_loop(s) for s in row_sets)
         rows = [(tuple(c.index), row_sets, [((v,), coef) for v, coef in c.terms]) for c in cons]
         terms = self._match(rows, local, targets)
+        if terms is None:  # a variable over a subset (or superset) of a row set: bind it by value
+            terms = self._match(rows, local, targets, nested=True)
         if terms is None:
             return False
         rhs = self._rhs([(tuple(c.index), c.rhs) for c in cons], row_sets, targets)

@@ -36,9 +36,13 @@ class TemplateSearch:
         return self._projection_cache[ck]
 
     def _match(self, rows: list[tuple[Key, tuple[str, ...], list[tuple[tuple[str, ...], float]]]],
-               local: Namespace, row_targets: tuple[str, ...]) -> tuple[TermT, ...] | None:
+               local: Namespace, row_targets: tuple[str, ...], nested: bool = False) -> tuple[TermT, ...] | None:
         """Find term templates reproducing every row. ``rows``: (row key, row set names, [(var names, coef)]).
 
+        A variable's index binds to a position holding the same (set, value). With ``nested``, an index that finds
+        no such position also binds to the one row position holding its value over a nested set (``order[i]`` over
+        "stops" in a row indexed by "places" x "places"): the second try of a group whose rows and variables use a
+        set and its subset (``plan._template_group``); the first try keeps such a value a summed index.
         Returns None when no template reproduces the rows exactly.
         """
         classes: dict[tuple, list[tuple[int, list[tuple[str, str]], tuple[Key, ...], float]]] = {}
@@ -58,6 +62,10 @@ class TemplateSearch:
                     for d, val in enumerate(k):
                         sname = gp.sets[d]
                         hit = next((i for i, p in enumerate(positions) if p == (sname, val)), None)
+                        if hit is None and nested:
+                            near = [i for i, (s, v) in enumerate(positions[:len(rsets)])
+                                    if v == val and self._nested(s, sname)]
+                            hit = near[0] if len(near) == 1 else None
                         if hit is None:
                             positions.append((sname, val))
                             hit = len(positions) - 1
@@ -84,6 +92,11 @@ class TemplateSearch:
                 return None
             templates.append(t)
         return tuple(templates)
+
+    def _nested(self, a: str, b: str) -> bool:
+        """One of the two sets holds every element of the other."""
+        ea, eb = set(self.set_elems.get(a, ())), set(self.set_elems.get(b, ()))
+        return bool(ea) and bool(eb) and (ea <= eb or eb <= ea)
 
     def _template(self, ckey: tuple, items: list, rows: list, local: Namespace,
                   row_targets: tuple[str, ...]) -> TermT | None:
