@@ -8,8 +8,15 @@ baseline's same model code, no comments, one-line report) is tokenized whole. ``
 sandbox and confirms each reproduces the ground-truth objective (the matrix tests do this for every pair too).
 
     python bench/program_tokens.py [--seeds 3] [--difficulty 1] [--check]
+    python bench/program_tokens.py --structure [--seeds 3] [--label NAME]
 
 Writes bench/results/program_tokens.json and prints per family x API mean tokens, verbose -> compact, ratio.
+
+``--structure``: the compact gurobipy program against the question it answers, per family at difficulty 1, 2 and
+3: tokens of each, their ratio, and the share of constraint rows the renderer wrote out one by one with their
+numbers (no loop template reproduced the group) and whether the objective was. A small model copies loops over
+data far more reliably than thousands of tokens of written-out rows, so this is the measure of "programs a small
+model can write". Writes bench/results/program_structure[_LABEL].json (run it at two commits to compare).
 """
 
 from __future__ import annotations
@@ -76,14 +83,69 @@ def split_parts(program: str) -> dict[str, str]:
     return {p: "\n".join(v) for p, v in parts.items()}
 
 
+def structure(seeds: int, label: str, console: Console) -> None:
+    """Program vs question tokens and written-out rows, per family (gurobipy, compact, difficulty 1-3)."""
+    from solvers.render.plan import plan
+
+    tok = smollm2_tokenizer()
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    rows = []
+    for family in family_names():
+        q, prog, n_rows, written, obj_out = {}, {}, 0, 0, 0
+        for d in (1, 2, 3):
+            q[d], prog[d] = [], []
+            for seed in range(seeds):
+                problem = generate_problem(family, 90_001 + seed, d)  # the demo's held-out seed stream
+                p = plan(problem.ir)
+                n_rows += sum(cg.n_rows for cg in p.con_groups)
+                written += sum(cg.n_rows for cg in p.con_groups if not cg.templated)
+                obj_out += p.objective.terms is None
+                q[d].append(count(problem.question))
+                prog[d].append(count(render(problem.ir, "gurobipy", problem.question)))
+        rows.append({"family": family, "question": {d: statistics.mean(v) for d, v in q.items()},
+                     "program": {d: statistics.mean(v) for d, v in prog.items()},
+                     "ratio": sum(map(sum, prog.values())) / sum(map(sum, q.values())),
+                     "rows_written_out": written / max(1, n_rows), "objective_written_out": obj_out / (3 * seeds)})
+    rows.sort(key=lambda r: -r["ratio"])
+    table = Table(title=f"compact gurobipy program vs question, SmolLM2 tokens ({seeds} seeds x d1-3)")
+    for col in ("family", "q d1/d2/d3", "program d1/d2/d3", "x q", "rows out", "obj"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for r in rows:
+        table.add_row(r["family"][:22], "/".join(f"{r['question'][d]:.0f}" for d in (1, 2, 3)),
+                      "/".join(f"{r['program'][d]:.0f}" for d in (1, 2, 3)), f"{r['ratio']:.1f}",
+                      f"{100 * r['rows_written_out']:.0f}%", f"{100 * r['objective_written_out']:.0f}%")
+    console.print(table)
+    mean_prog = statistics.mean(statistics.mean(r["program"].values()) for r in rows)
+    mean_q = statistics.mean(statistics.mean(r["question"].values()) for r in rows)
+    over4 = sum(r["ratio"] > 4 for r in rows)
+    console.print(f"{len(rows)} families: mean program {mean_prog:.0f} tokens for a {mean_q:.0f}-token question "
+                  f"(x{mean_prog / mean_q:.2f}); {over4} families above 4x; rows written out in "
+                  f"{sum(r['rows_written_out'] > 0 for r in rows)} families")
+    name = f"program_structure_{label}.json" if label else "program_structure.json"
+    out = {"bench": "program_structure", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "machine": machine(), "label": label, "seeds": seeds, "mean_program": mean_prog, "mean_question": mean_q,
+           "families_over_4x": over4, "rows": rows}
+    path = Path(__file__).resolve().parent / "results" / name
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    console.print(f"wrote {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--difficulty", type=int, default=1)
     ap.add_argument("--check", action="store_true", help="run both styles in the sandbox against ground truth")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "program_tokens.json"))
+    ap.add_argument("--structure", action="store_true", help="program vs question tokens, rows written out")
+    ap.add_argument("--label", default="", help="--structure: suffix of the result file (e.g. a commit)")
     args = ap.parse_args()
     console = Console()
+    if args.structure:
+        structure(args.seeds, args.label, console)
+        return
     t0 = time.perf_counter()
     tok = smollm2_tokenizer()
     console.print(f"tokenizer loaded in {time.perf_counter() - t0:.1f} s ({len(tok)} ids)")

@@ -3,7 +3,8 @@ open in it; two conflicting exams (they share people) never share a slot; minimi
 slots, charged per person sitting in them.
 
 ``take[e, t]`` binary; one slot per exam is a set-partitioning row; a conflict is an either-or row
-``take[e, t] + take[f, t] <= 1`` in every slot; the seats of a slot are its rooms times the seats per room.
+``take[e, t] + take[f, t] <= 1`` in every slot; ``people[t]`` counts the head counts of a slot's exams, and fits
+its seats (rooms times the seats per room); the penalty is charged on it.
 Feasible by construction: a hidden timetable is drawn first, conflicts only join exams it puts in different slots,
 and every slot opens enough rooms for its hidden exams. Infeasible variant: one exam's head count exceeds the
 seats of every slot, so no slot can take it.
@@ -49,19 +50,18 @@ class ExamTimetabling(Family):
         b = self.builder(data)
         exams, slots = b.elements("exams", "slots")
         x = b.add_vars("take", ("exams", "slots"), VarType.BINARY, description="1 if the exam is in the slot")
-        b.con_group("one_slot", ("exams",), "every exam in exactly one slot (set partitioning)")
-        for e in exams:
-            b.add_constr("one_slot", (e,), [(x[(e, t)], 1) for t in slots], "==", 1)
-        b.con_group("seats", ("slots",), "the exams of a slot fit its rooms x seats per room")
-        for t in slots:
-            b.add_constr("seats", (t,), [(x[(e, t)], data["size"][e]) for e in exams], "<=",
-                         data["rooms"][t] * data["seats"])
-        b.add_set("conflicts", [f"{e}__{f}" for e, f in data["conflicts"]], "pairs sharing people")
-        b.con_group("apart", ("conflicts", "slots"), "two conflicting exams not in the same slot (either-or)")
-        for e, f in data["conflicts"]:
-            for t in slots:
-                b.add_constr("apart", (f"{e}__{f}", t), [(x[(e, t)], 1), (x[(f, t)], 1)], "<=", 1)
-        b.set_objective("minimize", [(x[(e, t)], data["penalty"][t] * data["size"][e]) for e in exams for t in slots],
+        people = b.add_vars("people", ("slots",), VarType.INTEGER, description="people sitting in the slot",
+                            unit="people")
+        b.add_constrs("one_slot", ("exams",), "every exam in exactly one slot (set partitioning)",
+                      lambda e: ([(x[(e, t)], 1) for t in slots], "==", 1))
+        b.add_constrs("count", ("slots",), "the people of a slot: the head counts of its exams",
+                      lambda t: ([(people[(t,)], 1)] + [(x[(e, t)], -data["size"][e]) for e in exams], "==", 0))
+        b.add_constrs("seats", ("slots",), "the people of a slot fit its rooms x seats per room",
+                      lambda t: ([(people[(t,)], 1)], "<=", data["rooms"][t] * data["seats"]))
+        b.add_constrs("apart", ("exams", "exams", "slots"), "two conflicting exams not in the same slot (either-or)",
+                      lambda e, f, t: ([(x[(e, t)], 1), (x[(f, t)], 1)], "<=", 1),
+                      keys=[(e, f, t) for e, f in data["conflicts"] for t in slots])
+        b.set_objective("minimize", [(people[(t,)], data["penalty"][t]) for t in slots],
                         description="penalty points (per person in a disliked slot)")
         return b.build()
 

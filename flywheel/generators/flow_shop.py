@@ -4,8 +4,9 @@ job sequence; choose the sequence that finishes the last job earliest, within a 
 Positional assignment: ``slot[j, k]`` = 1 when job ``j`` takes position ``k`` (an assignment: one job per
 position, one position per job). ``end[k, m]``, the end of position ``k`` on machine ``m``, waits for both the
 previous position on the same machine and the same position on the previous machine (the two precedences of a
-flow shop), plus the processing time of whichever job holds the slot. The makespan is a min-max: it is at least
-the end of every position on the last machine (and, as a valid cut, every machine's head + load + tail bound).
+flow shop; each a row over the consecutive pairs), plus the processing time of whichever job holds the slot. The
+makespan is a min-max: it is at least the end of every position on every machine (and, as a valid cut, every
+machine's head + load + tail bound).
 Feasible by construction: the deadline is the makespan of the
 jobs in list order, rounded up to a quarter hour. Infeasible variant: the deadline is below the busiest machine's
 total processing time, which that machine needs in any sequence.
@@ -65,17 +66,21 @@ class FlowShop(Family):
             b.add_constr("one_job", (k,), [(z[(j, k)], 1) for j in jobs], "==", 1)
         for j in jobs:
             b.add_constr("one_slot", (j,), [(z[(j, k)], 1) for k in slots], "==", 1)
-        b.con_group("after_machine", ("positions", "machines"), "a slot starts on a machine after its previous one")
-        b.con_group("after_slot", ("positions", "machines"), "a machine takes a slot after the one before it")
-        for i, k in enumerate(slots):
-            for h, m in enumerate(machines):
-                work = [(end[(k, m)], 1)] + [(z[(j, k)], -time[j][m]) for j in jobs]
-                if h:
-                    b.add_constr("after_machine", (k, m), work + [(end[(k, machines[h - 1])], -1)], ">=", 0)
-                b.add_constr("after_slot", (k, m), work + ([(end[(slots[i - 1], m)], -1)] if i else []), ">=", 0)
-        b.con_group("makespan", ("positions",), "the makespan is no earlier than any slot ends (min-max)")
-        for k in slots:
-            b.add_constr("makespan", (k,), [(makespan, 1), (end[(k, machines[-1])], -1)], ">=", 0)
+        def work(k: str, m: str) -> list[tuple[str, float]]:
+            return [(end[(k, m)], 1)] + [(z[(j, k)], -time[j][m]) for j in jobs]
+
+        b.add_constrs("process", ("positions", "machines"), "a slot ends no earlier than its processing time",
+                      lambda k, m: (work(k, m), ">=", 0))
+        b.add_constrs("after_slot", ("positions", "positions", "machines"),
+                      "a machine takes a slot after the one before it",
+                      lambda p, k, m: (work(k, m) + [(end[(p, m)], -1)], ">=", 0),
+                      keys=[(p, k, m) for p, k in zip(slots, slots[1:], strict=False) for m in machines])
+        b.add_constrs("after_machine", ("positions", "machines", "machines"),
+                      "a slot starts on a machine after it leaves the previous machine",
+                      lambda k, g, m: (work(k, m) + [(end[(k, g)], -1)], ">=", 0),
+                      keys=[(k, g, m) for k in slots for g, m in zip(machines, machines[1:], strict=False)])
+        b.add_constrs("makespan", ("positions", "machines"), "the makespan is no earlier than any slot ends (min-max)",
+                      lambda k, m: ([(makespan, 1), (end[(k, m)], -1)], ">=", 0))
         # A valid cut (the classic machine bound): machine m cannot start before some job has passed the machines
         # ahead of it, then works its whole load, and the job it ends with still has the machines after it. Without
         # it the LP bound of the positional model is weak and HiGHS needs about a second at 7 jobs.

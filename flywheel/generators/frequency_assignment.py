@@ -1,11 +1,11 @@
 """Frequency assignment (MILP): give every transmitter a channel number, keep each interfering pair far enough
 apart, and use as few channels as possible: minimise the highest channel used (min-max: ``top >= channel[i]``).
 
-Separations are stated in MHz and channels a fixed number of MHz apart, so a pair needs ``sep / width`` channels
-between them: ``|channel[a] - channel[b]| >= d``. An absolute value bounded *below* is not convex; it takes an
-either-or binary ``above`` per pair: ``channel[a] - channel[b] >= d - M * above`` and ``channel[b] - channel[a] >=
-d - M * (1 - above)``, with ``M = top_channel + largest d`` (a derived parameter: no difference of two channels in
-1..top_channel is below ``1 - top_channel``). Feasible by construction: transmitter k on channel ``1 + k * D``
+Separations are stated in MHz and channels a fixed number of MHz apart; ``freq[i] = width * channel[i]`` and a pair
+needs ``|freq[a] - freq[b]| >= sep``. An absolute value bounded *below* is not convex; it takes an either-or pair of
+binaries ``above + below = 1``: ``freq[a] - freq[b] >= sep - M * below`` and ``freq[b] - freq[a] >= sep - M *
+above``, with ``M = width * top_channel + largest sep`` (a derived parameter: no difference of two frequencies in
+the band is below ``width - width * top_channel``). Feasible by construction: transmitter k on channel ``1 + k * D``
 (D the largest separation in channels) separates every pair, and the top channel allows it. Infeasible variant:
 the top channel is cut to at most one pair's separation ``d``; two channels in 1..d differ by at most ``d - 1``.
 """
@@ -44,28 +44,33 @@ class FrequencyAssignment(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (sites,) = b.elements("sites")
-        pairs = b.add_set("pairs", list(data["separation"]), "interfering pairs of transmitters")
+        sep = {tuple(p.split("__")): v for p, v in data["separation"].items()}
         b.add_param("width", data["width"], (), "MHz", "spacing between neighbouring channels")
-        b.add_param("separation", data["separation"], ("pairs",), "MHz", "least spacing of an interfering pair")
+        b.add_param("separation", sep, ("sites", "sites"), "MHz", "least spacing of an interfering pair")
         b.add_param("top_channel", data["top_channel"], (), "channel", "highest channel number available")
-        need = {p: data["separation"][p] / data["width"] for p in pairs}
-        big_m = data["top_channel"] + max(need.values())
-        b.add_param("big_m", big_m, (), "channels", "top channel plus the largest separation", derived=True)
+        big_m = data["width"] * data["top_channel"] + max(sep.values())
+        b.add_param("big_m", big_m, (), "MHz", "top frequency plus the largest separation", derived=True)
         ch = b.add_vars("channel", ("sites",), VarType.INTEGER, lb=1, ub=data["top_channel"],
                         description="channel number of a transmitter")
+        freq = b.add_vars("freq", ("sites",), description="frequency of a transmitter above the band's base",
+                          unit="MHz")
         top = b.add_var("top", description="highest channel used", unit="channel")
-        above = b.add_vars("above", ("pairs",), VarType.BINARY,
-                           description="1 if the second transmitter of the pair takes the higher channel")
-        b.con_group("top", ("sites",), "the highest channel used is at least every channel (min-max)")
-        for s in sites:
-            b.add_constr("top", (s,), [(top, 1), (ch[(s,)], -1)], ">=", 0)
-        b.con_group("first_higher", ("pairs",), "the first is d channels above the second, or ...")
-        b.con_group("second_higher", ("pairs",), "... the second is d channels above the first")
-        for p in pairs:
-            a, c = p.split("__")
-            b.add_constr("first_higher", (p,), [(ch[(a,)], 1), (ch[(c,)], -1), (above[(p,)], big_m)], ">=", need[p])
-            b.add_constr("second_higher", (p,), [(ch[(c,)], 1), (ch[(a,)], -1), (above[(p,)], -big_m)], ">=",
-                         need[p] - big_m)
+        above = b.add_vars("above", ("sites", "sites"), VarType.BINARY, keys=sep,
+                           description="1 if the first transmitter of the pair takes the higher channel")
+        below = b.add_vars("below", ("sites", "sites"), VarType.BINARY, keys=sep,
+                           description="1 if the first transmitter of the pair takes the lower channel")
+        b.add_constrs("top", ("sites",), "the highest channel used is at least every channel (min-max)",
+                      lambda s: ([(top, 1), (ch[(s,)], -1)], ">=", 0))
+        b.add_constrs("freq", ("sites",), "a channel's frequency: channel number x spacing",
+                      lambda s: ([(freq[(s,)], 1), (ch[(s,)], -data["width"])], "==", 0))
+        b.add_constrs("one_side", ("sites", "sites"), "of an interfering pair, one takes the higher channel",
+                      lambda a, c: ([(above[(a, c)], 1), (below[(a, c)], 1)], "==", 1), keys=sep)
+        b.add_constrs("first_higher", ("sites", "sites"), "the first is the separation above the second, unless below",
+                      lambda a, c: ([(freq[(a,)], 1), (freq[(c,)], -1), (below[(a, c)], big_m)], ">=", sep[(a, c)]),
+                      keys=sep)
+        b.add_constrs("second_higher", ("sites", "sites"), "the second is the separation above the first, unless above",
+                      lambda a, c: ([(freq[(c,)], 1), (freq[(a,)], -1), (above[(a, c)], big_m)], ">=", sep[(a, c)]),
+                      keys=sep)
         b.set_objective("minimize", [(top, 1)], description="highest channel used")
         return b.build()
 

@@ -1,11 +1,12 @@
 """Job-shop scheduling (MILP): every job visits machines in its own order; a machine does one operation at a time;
-minimise the makespan (a min-max: ``makespan >= end of every job's last operation``), within a deadline.
+minimise the makespan (a min-max: ``makespan >= end of every operation``), within a deadline.
 
-Precedence inside a job: ``start[j, next] >= start[j, m] + p[j, m]``. Disjunction on a machine for each pair of
-jobs, with one binary ``order`` and a big-M equal to the sum of all processing times (a derived parameter, since
-no schedule needs longer): ``start[j] >= start[k] + p[k] - M * order`` and ``start[k] >= start[j] + p[j] -
-M * (1 - order)``. Feasible by construction: the deadline is the sum of all processing times (one operation at a
-time). Infeasible variant: the deadline is shorter than some job's own total processing time.
+Precedence inside a job, for each step of its route: ``start[j, next] >= start[j, m] + p[j, m]``. Disjunction on a
+machine for each ordered pair of jobs, with a binary ``first[a, c, m]`` (exactly one of ``first[a, c, m]`` and
+``first[c, a, m]`` is 1) and the deadline as big-M (no operation ends after it, so a relaxed row always holds):
+``start[c, m] >= start[a, m] + p[a, m] - deadline * first[c, a, m]``. Feasible by construction: the deadline is the
+sum of all processing times (one operation at a time). Infeasible variant: the deadline is shorter than some job's
+own total processing time.
 """
 
 from __future__ import annotations
@@ -38,31 +39,26 @@ class JobShop(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         jobs, machines = b.elements("jobs", "machines")
-        big_m = sum(data["time"][j][m] for j in jobs for m in machines)
-        b.add_param("big_m", big_m, (), "minutes", "sum of all processing times (no schedule needs more)",
-                    derived=True)
+        time = data["time"]
         start = b.add_vars("start", ("jobs", "machines"), description="start time of an operation", unit="minutes")
         makespan = b.add_var("makespan", description="end of the last operation", unit="minutes")
-        b.con_group("route", ("jobs", "machines"), "an operation starts after the job's previous one ends")
-        b.con_group("makespan", ("jobs",), "the makespan is no earlier than any job's end (min-max)")
-        for j in jobs:
-            r = data["route"][j]
-            for prev, nxt in zip(r, r[1:], strict=False):
-                b.add_constr("route", (j, nxt), [(start[(j, nxt)], 1), (start[(j, prev)], -1)], ">=",
-                             data["time"][j][prev])
-            b.add_constr("makespan", (j,), [(makespan, 1), (start[(j, r[-1])], -1)], ">=", data["time"][j][r[-1]])
-        b.add_set("pairs", [f"{a}__{c}" for a, c in combinations(jobs, 2)], "pairs of jobs sharing a machine")
-        order = b.add_vars("order", ("pairs", "machines"), VarType.BINARY,
-                           description="1 if the second job of the pair goes first on the machine")
-        b.con_group("first_before", ("pairs", "machines"), "the first job ends before the second starts, or ...")
-        b.con_group("second_before", ("pairs", "machines"), "... the second ends before the first starts")
-        for a, c in combinations(jobs, 2):
-            for m in machines:
-                o = order[(f"{a}__{c}", m)]
-                b.add_constr("first_before", (f"{a}__{c}", m), [(start[(c, m)], 1), (start[(a, m)], -1),
-                                                                 (o, big_m)], ">=", data["time"][a][m])
-                b.add_constr("second_before", (f"{a}__{c}", m), [(start[(a, m)], 1), (start[(c, m)], -1),
-                                                                  (o, -big_m)], ">=", data["time"][c][m] - big_m)
+        steps = [(j, m, n) for j in jobs for m, n in zip(data["route"][j], data["route"][j][1:], strict=False)]
+        b.add_constrs("route", ("jobs", "machines", "machines"),
+                      "an operation starts after the job's previous one ends",
+                      lambda j, m, n: ([(start[(j, n)], 1), (start[(j, m)], -1)], ">=", time[j][m]), keys=steps)
+        b.add_constrs("makespan", ("jobs", "machines"), "the makespan is no earlier than any operation's end (min-max)",
+                      lambda j, m: ([(makespan, 1), (start[(j, m)], -1)], ">=", time[j][m]))
+        first = b.add_vars("first", ("jobs", "jobs", "machines"), VarType.BINARY,
+                           description="1 if the first job goes before the second on the machine")
+        pairs = [(a, c, m) for a in jobs for c in jobs if a != c for m in machines]
+        b.add_constrs("one_first", ("jobs", "jobs", "machines"), "of two jobs on a machine, one goes first",
+                      lambda a, c, m: ([(first[(a, c, m)], 1), (first[(c, a, m)], 1)], "==", 1),
+                      keys=[(a, c, m) for a, c in combinations(jobs, 2) for m in machines])
+        # Disjunction with the deadline as big-M: no operation ends after it, so a relaxed row always holds.
+        b.add_constrs("no_overlap", ("jobs", "jobs", "machines"),
+                      "a job ends on a machine before the other starts, unless the other goes first",
+                      lambda a, c, m: ([(start[(c, m)], 1), (start[(a, m)], -1), (first[(c, a, m)], data["deadline"])],
+                                       ">=", time[a][m]), keys=pairs)
         b.con_group("deadline", (), "the makespan meets the deadline")
         b.add_constr("deadline", (), [(makespan, 1)], "<=", data["deadline"])
         b.set_objective("minimize", [(makespan, 1)], description="makespan")

@@ -1,10 +1,11 @@
 """Operating-room scheduling (MILP): put every surgery into one room on one day. A room-day session has its regular
 hours; it may run late, but only after calling in the overtime team (binary ``late``, a fixed cost) and then by at
-most ``max_overtime`` minutes (big-M indicator: ``overtime <= max_overtime * late``), each overtime hour paid.
-If-then rule: if surgery A is on a day, its follow-up B is not on that day (``A on d + B on d <= 1`` for each day).
-Each day a surgery waits beyond the first costs its priority points. Minimise overtime plus waiting costs.
+most ``max_overtime`` minutes (big-M indicator: ``60 * overtime <= max_overtime * late``, overtime in hours), each
+overtime hour paid. If-then rule: if surgery A is on a day, its follow-up B is not on that day (``A on d + B on d
+<= 1`` for each day). Each day a surgery waits beyond the first (``waited[j]``, the index of its day) costs its
+priority points. Minimise overtime plus waiting costs.
 
-Durations are in minutes and sessions in hours (``minutes <= 60 * hours + overtime``). Feasible by construction:
+Durations are in minutes and sessions in hours (``minutes <= 60 * (hours + overtime)``). Feasible by construction:
 a planted schedule keeps every follow-up pair on different days, and the regular hours and the overtime allowance
 are set from its session loads. Infeasible variant: one surgery lasts longer than the longest session with its
 full overtime allowance, so it fits no session.
@@ -54,30 +55,29 @@ class OperatingRoom(Family):
         jobs, rooms, days = b.elements("jobs", "rooms", "days")
         b.add_param("wait", {d: k for k, d in enumerate(days)}, ("days",), "days", "days waited beyond the first",
                     derived=True)
+        b.add_param("minutes_per_hour", 60, (), "minutes", "minutes in an hour (sessions are in hours)",
+                    derived=True)
         x = b.add_vars("assign", ("jobs", "rooms", "days"), VarType.BINARY,
                        description="1 if the case is in the room on the day")
         late = b.add_vars("late", ("rooms", "days"), VarType.BINARY, description="1 if the session runs late")
-        extra = b.add_vars("overtime", ("rooms", "days"), description="minutes the session runs late",
-                           unit="minutes")
-        b.con_group("once", ("jobs",), "every case is scheduled exactly once")
-        for j in jobs:
-            b.add_constr("once", (j,), [(x[(j, r, d)], 1) for r in rooms for d in days], "==", 1)
-        b.con_group("session", ("rooms", "days"), "case minutes within 60 * regular hours plus overtime")
-        b.con_group("overtime", ("rooms", "days"), "overtime only with the team called in (big-M)")
-        for r in rooms:
-            for d in days:
-                b.add_constr("session", (r, d), [(x[(j, r, d)], data["minutes"][j]) for j in jobs]
-                             + [(extra[(r, d)], -1)], "<=", 60 * data["hours"][r])
-                b.add_constr("overtime", (r, d), [(extra[(r, d)], 1), (late[(r, d)], -data["max_overtime"])], "<=", 0)
-        b.add_set("pairs", [f"{a}__{c}" for a, c in data["apart"]], "cases kept on different days")
-        b.con_group("apart", ("pairs", "days"), "if the first of a pair is on a day, the second is not")
-        for a, c in data["apart"]:
-            for d in days:
-                b.add_constr("apart", (f"{a}__{c}", d), [(x[(j, r, d)], 1) for j in (a, c) for r in rooms], "<=", 1)
-        wait = {d: k for k, d in enumerate(days)}
+        extra = b.add_vars("overtime", ("rooms", "days"), description="hours the session runs late", unit="hours")
+        waited = b.add_vars("waited", ("jobs",), description="days the case waits beyond the first", unit="days")
+        b.add_constrs("once", ("jobs",), "every case is scheduled exactly once",
+                      lambda j: ([(x[(j, r, d)], 1) for r in rooms for d in days], "==", 1))
+        b.add_constrs("session", ("rooms", "days"), "case minutes within 60 * (regular hours plus overtime)",
+                      lambda r, d: ([(x[(j, r, d)], data["minutes"][j]) for j in jobs] + [(extra[(r, d)], -60)],
+                                    "<=", 60 * data["hours"][r]))
+        b.add_constrs("overtime", ("rooms", "days"), "overtime only with the team called in (big-M)",
+                      lambda r, d: ([(extra[(r, d)], 60), (late[(r, d)], -data["max_overtime"])], "<=", 0))
+        b.add_constrs("apart", ("jobs", "jobs", "days"), "if the first of a pair is on a day, the second is not",
+                      lambda a, c, d: ([(x[(j, r, d)], 1) for j in (a, c) for r in rooms], "<=", 1),
+                      keys=[(a, c, d) for a, c in data["apart"] for d in days])
+        b.add_constrs("waiting", ("jobs",), "days a case waits: the index of its day",
+                      lambda j: ([(waited[(j,)], 1)] + [(x[(j, r, d)], -k) for r in rooms for k, d in enumerate(days)],
+                                 "==", 0))
         b.set_objective("minimize", [(late[(r, d)], data["late_cost"]) for r in rooms for d in days]
-                        + [(extra[(r, d)], data["overtime_rate"] / 60) for r in rooms for d in days]
-                        + [(x[(j, r, d)], data["priority"][j] * wait[d]) for j in jobs for r in rooms for d in days],
+                        + [(extra[(r, d)], data["overtime_rate"]) for r in rooms for d in days]
+                        + [(waited[(j,)], data["priority"][j]) for j in jobs],
                         description="overtime plus waiting costs")
         return b.build()
 

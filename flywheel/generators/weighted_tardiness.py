@@ -2,10 +2,11 @@
 starts) and a cost per minute late run one at a time within the shift; a late job also pays a fixed fee; minimise
 the total lateness cost.
 
-Either-or pairs: for every two jobs one binary ``first`` picks their order and big-M rows
-``start[c] >= start[a] + p[a] - M first`` and ``start[a] >= start[c] + p[c] - M (1 - first)`` hold one of them.
-``M`` is the shift in minutes (derived): every job lies inside the shift, so no start differs from another's end
-by more. ``tardy[j] >= start[j] + p[j] - 60 due[j]`` (and >= 0) is the lateness; the indicator row
+Variables are the end times (``p[j] <= end[j] <= M``). Either-or pairs: for every ordered pair of jobs a binary
+``first[a, c]`` (exactly one of ``first[a, c]`` and ``first[c, a]`` is 1) and the big-M row
+``end[c] >= end[a] + p[c] - M first[c, a]``: ``c`` runs after ``a`` unless it goes first. ``M`` is the shift in
+minutes (derived): every job lies inside the shift, so no end differs from another's by more.
+``tardy[j] >= end[j] - 60 due[j]`` (and >= 0) is the lateness; the indicator row
 ``tardy[j] <= M_j late[j]`` (``M_j`` = shift minus due time, in minutes) charges the fee whenever a job is late.
 Feasible by construction: the shift is at least the total processing time. Infeasible variant: the shift is
 shorter than the total processing time, which one machine doing one job at a time cannot beat.
@@ -49,27 +50,27 @@ class WeightedTardiness(Family):
         late_m = {j: max(0.0, big_m - 60 * data["due"][j]) for j in jobs}
         b.add_param("late_m", late_m, ("jobs",), "minutes", "most lateness a job can have within the shift",
                     derived=True)
-        start = b.add_vars("start", ("jobs",), description="start time after the shift begins", unit="minutes")
+        b.add_param("minutes_per_hour", 60, (), "minutes", "minutes in an hour (due times are in hours)",
+                    derived=True)
+        time = data["time"]
+        end = b.add_vars("end", ("jobs",), description="end time after the shift begins", unit="minutes")
         tardy = b.add_vars("tardy", ("jobs",), description="minutes past the due time", unit="minutes")
         late = b.add_vars("late", ("jobs",), VarType.BINARY, description="1 if the job is late (fee charged)")
-        for group, text in (("in_shift", "every job ends within the shift"),
-                            ("tardiness", "tardy >= end - due (hours x 60)"),
-                            ("late_flag", "a job with any lateness is flagged late (big-M indicator)")):
-            b.con_group(group, ("jobs",), text)
-        for j in jobs:
-            s, p = start[(j,)], data["time"][j]
-            b.add_constr("in_shift", (j,), [(s, 1)], "<=", big_m - p)
-            b.add_constr("tardiness", (j,), [(tardy[(j,)], 1), (s, -1)], ">=", p - 60 * data["due"][j])
-            b.add_constr("late_flag", (j,), [(tardy[(j,)], 1), (late[(j,)], -late_m[j])], "<=", 0)
-        pairs = [f"{a}__{c}" for a, c in combinations(jobs, 2)]
-        b.add_set("pairs", pairs, "pairs of jobs First__Second")
-        first = b.add_vars("first", ("pairs",), VarType.BINARY, description="1 if the pair's second job goes first")
-        b.con_group("a_first", ("pairs",), "the pair's first job ends before its second starts, or ...")
-        b.con_group("c_first", ("pairs",), "... the second ends before the first starts")
-        for (a, c), key in zip(combinations(jobs, 2), pairs, strict=True):
-            o, sa, sc = first[(key,)], start[(a,)], start[(c,)]
-            b.add_constr("a_first", (key,), [(sc, 1), (sa, -1), (o, big_m)], ">=", data["time"][a])
-            b.add_constr("c_first", (key,), [(sa, 1), (sc, -1), (o, -big_m)], ">=", data["time"][c] - big_m)
+        b.add_constrs("after_open", ("jobs",), "no job starts before the shift",
+                      lambda j: ([(end[(j,)], 1)], ">=", time[j]))
+        b.add_constrs("in_shift", ("jobs",), "every job ends within the shift",
+                      lambda j: ([(end[(j,)], 1)], "<=", big_m))
+        b.add_constrs("tardiness", ("jobs",), "tardy >= end - due (hours x 60)",
+                      lambda j: ([(end[(j,)], 1), (tardy[(j,)], -1)], "<=", 60 * data["due"][j]))
+        b.add_constrs("late_flag", ("jobs",), "a job with any lateness is flagged late (big-M indicator)",
+                      lambda j: ([(tardy[(j,)], 1), (late[(j,)], -late_m[j])], "<=", 0))
+        first = b.add_vars("first", ("jobs", "jobs"), VarType.BINARY,
+                           description="1 if the first job goes before the second")
+        b.add_constrs("one_first", ("jobs", "jobs"), "of two jobs, one goes first",
+                      lambda a, c: ([(first[(a, c)], 1), (first[(c, a)], 1)], "==", 1), keys=combinations(jobs, 2))
+        b.add_constrs("no_overlap", ("jobs", "jobs"), "a job starts after the other ends, unless it goes first",
+                      lambda a, c: ([(end[(c,)], 1), (end[(a,)], -1), (first[(c, a)], big_m)], ">=", time[c]),
+                      keys=[(a, c) for a in jobs for c in jobs if a != c])
         b.set_objective("minimize", [(tardy[(j,)], data["weight"][j]) for j in jobs]
                         + [(late[(j,)], data["fee"]) for j in jobs], description="lateness cost plus late fees")
         return b.build()
