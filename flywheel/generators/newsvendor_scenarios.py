@@ -3,9 +3,11 @@ stage); in every demand scenario sell up to the demand and the stock, and salvag
 (second stage, one copy of the sales per scenario). Maximise expected profit = expected revenue from sales and
 salvage minus the purchase cost, within a storage capacity and each supplier's minimum order.
 
-Scenario probabilities are stated in percent (the coefficient is percent / 100). Feasible by construction: the
-minimum orders together fit in the storage (ordering exactly them, selling nothing is a solution). Infeasible
-variant: the storage is cut below the sum of the minimum orders, which every order plan must store.
+Scenario probabilities are stated in percent (``prob``, derived, is percent / 100); ``revenue[s]`` is a scenario's
+sales and salvage revenue, so the expected profit is ``sum_s prob[s] * revenue[s] - sum_i cost[i] * order[i]``.
+Feasible by construction: the minimum orders together fit in the storage (ordering exactly them, selling nothing is
+a solution). Infeasible variant: the storage is cut below the sum of the minimum orders, which every order plan must
+store.
 """
 
 from __future__ import annotations
@@ -54,25 +56,27 @@ class NewsvendorScenarios(Family):
                     "units", "demand for an item in a scenario")
         b.add_param("min_order", data["min_order"], ("items",), "units", "supplier's minimum order")
         b.add_param("capacity", data["capacity"], (), "units", "storage capacity for all orders")
+        b.add_param("prob", {sc: data["prob"][sc] / 100 for sc in scen}, ("scenarios",), "fraction",
+                    "probability of a scenario (the percentage / 100)", derived=True)
         order = b.add_vars("order", ("items",), description="units ordered now (first stage)", unit="units")
         sold = b.add_vars("sold", ("scenarios", "items"), description="units sold in a scenario (recourse)")
         left = b.add_vars("leftover", ("scenarios", "items"), description="units salvaged in a scenario (recourse)")
-        b.con_group("min_order", ("items",), "each order meets the supplier's minimum")
-        for i in items:
-            b.add_constr("min_order", (i,), [(order[(i,)], 1)], ">=", data["min_order"][i])
-        b.con_group("storage", (), "all orders fit in storage")
-        b.add_constr("storage", (), [(order[(i,)], 1) for i in items], "<=", data["capacity"])
-        b.con_group("demand_cap", ("scenarios", "items"), "sales within the scenario's demand")
-        b.con_group("stock_split", ("scenarios", "items"), "stock is either sold or salvaged")
-        terms = [(order[(i,)], -data["cost"][i]) for i in items]
-        for sc in scen:
-            p = data["prob"][sc] / 100
-            for i in items:
-                b.add_constr("demand_cap", (sc, i), [(sold[(sc, i)], 1)], "<=", data["demand"][sc][i])
-                b.add_constr("stock_split", (sc, i), [(sold[(sc, i)], 1), (left[(sc, i)], 1), (order[(i,)], -1)],
-                             "==", 0)
-                terms += [(sold[(sc, i)], p * data["price"][i]), (left[(sc, i)], p * data["salvage"][i])]
-        b.set_objective("maximize", terms, description="expected sales and salvage revenue minus purchase cost")
+        revenue = b.add_vars("revenue", ("scenarios",), description="sales and salvage revenue in a scenario",
+                             unit="money")
+        b.add_constrs("min_order", ("items",), "each order meets the supplier's minimum",
+                      lambda i: ([(order[(i,)], 1)], ">=", data["min_order"][i]))
+        b.add_constrs("storage", (), "all orders fit in storage",
+                      lambda: ([(order[(i,)], 1) for i in items], "<=", data["capacity"]))
+        b.add_constrs("demand_cap", ("scenarios", "items"), "sales within the scenario's demand",
+                      lambda sc, i: ([(sold[(sc, i)], 1)], "<=", data["demand"][sc][i]))
+        b.add_constrs("stock_split", ("scenarios", "items"), "stock is either sold or salvaged",
+                      lambda sc, i: ([(sold[(sc, i)], 1), (left[(sc, i)], 1), (order[(i,)], -1)], "==", 0))
+        b.add_constrs("scenario_revenue", ("scenarios",), "a scenario's revenue from its sales and salvage",
+                      lambda sc: ([(revenue[(sc,)], 1)] + [(sold[(sc, i)], -data["price"][i]) for i in items]
+                                  + [(left[(sc, i)], -data["salvage"][i]) for i in items], "==", 0))
+        b.set_objective("maximize", [(order[(i,)], -data["cost"][i]) for i in items]
+                        + [(revenue[(sc,)], data["prob"][sc] / 100) for sc in scen],
+                        description="expected sales and salvage revenue minus purchase cost")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """p-median location (IP, binary): open exactly ``p`` of the candidate sites and assign every demand point to one
 open site, minimising the demand-weighted travel distance. Each point is served exactly once (set partitioning:
-``sum_j x[i,j] = 1``) and only by an open site (``x[i,j] <= y[j]``).
+``sum_j x[i,j] = 1``) and only by an open site (``x[i,j] <= y[j]``); ``flow[i,j] = demand[i] * x[i,j]`` is the
+demand that travels, so the objective is ``sum dist[i,j] * flow[i,j]``.
 
 Feasible by construction: ``1 <= p <= number of sites``, every point may use every site. Infeasible variant: the
 number of sites to open is set to 0, so no site is open and ``x[i,j] <= y[j] = 0`` leaves no way to serve a point
@@ -40,16 +41,17 @@ class PMedian(Family):
         sites, points = b.elements("sites", "points")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the site is opened")
         x = b.add_vars("serve", ("points", "sites"), VarType.BINARY, description="1 if the site serves the point")
+        flow = b.add_vars("flow", ("points", "sites"), VarType.INTEGER, description="demand of the point served there",
+                          unit="units")
         b.add_constrs("assign", ("points",), "every point served by exactly one site (set partitioning)",
                       lambda i: ([(x[(i, j)], 1) for j in sites], "==", 1))
-        b.con_group("link", ("points", "sites"), "only open sites serve")
-        for i in points:
-            for j in sites:
-                b.add_constr("link", (i, j), [(x[(i, j)], 1), (y[(j,)], -1)], "<=", 0)
-        b.con_group("count", (), "exactly p sites open")
-        b.add_constr("count", (), [(y[(j,)], 1) for j in sites], "==", data["p"])
-        b.set_objective("minimize", [(x[(i, j)], data["demand"][i] * data["dist"][i][j]) for i in points
-                                     for j in sites], description="demand-weighted distance")
+        b.add_constrs("link", ("points", "sites"), "only open sites serve",
+                      lambda i, j: ([(x[(i, j)], 1), (y[(j,)], -1)], "<=", 0))
+        b.add_constrs("whole_demand", ("points", "sites"), "a point's whole demand goes to the site serving it",
+                      lambda i, j: ([(flow[(i, j)], 1), (x[(i, j)], -data["demand"][i])], "==", 0))
+        b.add_constrs("count", (), "exactly p sites open", lambda: ([(y[(j,)], 1) for j in sites], "==", data["p"]))
+        b.set_objective("minimize", [(flow[(i, j)], data["dist"][i][j]) for i in points for j in sites],
+                        description="demand-weighted distance")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """School districting (IP, binary): assign every neighbourhood, whole, to exactly one school (set partitioning:
 ``sum_j assign[i, j] = 1``) so that each school's enrolment stays within a percentage band of its capacity
-(``lo% * capacity <= enrolment <= hi% * capacity``, the percentages divided by 100 in the coefficients), and the
-total student-kilometres travelled are as small as possible.
+(``low_share * capacity <= enrolment <= high_share * capacity``, the percentages divided by 100 as derived
+shares), and the total student-kilometres travelled are as small as possible. ``pupils[i, j] = students[i] *
+assign[i, j]`` counts the students an assignment sends, so enrolment and travel are sums over it.
 
 Feasible by construction: a planted assignment gives every school at least one neighbourhood, and each capacity
 is set so that the planted enrolment sits in the middle of the band. Infeasible variant: one neighbourhood grows
@@ -45,18 +46,25 @@ class SchoolDistricting(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         areas, sites = b.elements("areas", "sites")
+        b.add_param("low_share", data["low_pct"] / 100, (), "fraction", "least enrolment as a share of capacity",
+                    derived=True)
+        b.add_param("high_share", data["high_pct"] / 100, (), "fraction", "most enrolment as a share of capacity",
+                    derived=True)
         x = b.add_vars("assign", ("areas", "sites"), VarType.BINARY, description="1 if the area goes to the site")
-        b.con_group("one_site", ("areas",), "every neighbourhood goes to exactly one site (partitioning)")
-        for a in areas:
-            b.add_constr("one_site", (a,), [(x[(a, s)], 1) for s in sites], "==", 1)
-        b.con_group("band_low", ("sites",), "enrolment at least low_pct / 100 of capacity")
-        b.con_group("band_high", ("sites",), "enrolment at most high_pct / 100 of capacity")
-        for s in sites:
-            load = [(x[(a, s)], data["students"][a]) for a in areas]
-            b.add_constr("band_low", (s,), load, ">=", data["low_pct"] / 100 * data["capacity"][s])
-            b.add_constr("band_high", (s,), load, "<=", data["high_pct"] / 100 * data["capacity"][s])
-        b.set_objective("minimize", [(x[(a, s)], data["students"][a] * data["distance"][a][s])
-                                     for a in areas for s in sites], description="student-kilometres")
+        sent = b.add_vars("pupils", ("areas", "sites"), VarType.INTEGER, description="students of the area at the site",
+                          unit="students")
+        b.add_constrs("one_site", ("areas",), "every neighbourhood goes to exactly one site (partitioning)",
+                      lambda a: ([(x[(a, s)], 1) for s in sites], "==", 1))
+        b.add_constrs("whole_area", ("areas", "sites"), "all of an area's students go to its site, none elsewhere",
+                      lambda a, s: ([(sent[(a, s)], 1), (x[(a, s)], -data["students"][a])], "==", 0))
+        b.add_constrs("band_low", ("sites",), "enrolment at least low_share of capacity",
+                      lambda s: ([(sent[(a, s)], 1) for a in areas], ">=",
+                                 data["low_pct"] / 100 * data["capacity"][s]))
+        b.add_constrs("band_high", ("sites",), "enrolment at most high_share of capacity",
+                      lambda s: ([(sent[(a, s)], 1) for a in areas], "<=",
+                                 data["high_pct"] / 100 * data["capacity"][s]))
+        b.set_objective("minimize", [(sent[(a, s)], data["distance"][a][s]) for a in areas for s in sites],
+                        description="student-kilometres")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -4,10 +4,11 @@ committed units up to their capacity (``p[s,u] <= cap[u] * on[u]``), use the fre
 missing at a penalty, within a shedding limit (second stage). Minimise fixed cost plus the expected
 variable and shedding cost.
 
-Scenario probabilities are stated as frequencies ("9 of the 40 recorded days"): the coefficient is the count over
-the total. Feasible by construction: every scenario's demand is at most the units' total capacity. Infeasible
-variant: one scenario's demand exceeds all capacity plus its free supply plus the shedding limit, which bounds
-what any plan can serve.
+Scenario probabilities are stated as frequencies ("9 of the 40 recorded days"): with ``records`` (derived) the total
+count, ``records * expected = sum_s count[s] * scen_cost[s]`` where ``scen_cost[s]`` is a scenario's dispatch and
+shortfall cost. Feasible by construction: every scenario's demand is at most the units' total capacity. Infeasible
+variant: one scenario's demand exceeds all capacity plus its free supply plus the shedding limit, which bounds what
+any plan can serve.
 """
 
 from __future__ import annotations
@@ -43,27 +44,30 @@ class StochasticGeneration(Family):
         return exceed(data, "demand", s, most, rng.integers(1, 25))
 
     def build(self, data: dict[str, Any]) -> Model:
-        b = self.builder(data)
+        b = self.builder({**data, "records": sum(data["count"].values())})
         units, scen = b.elements("units", "scenarios")
         on = b.add_vars("commit", ("units",), VarType.BINARY, description="1 if the unit is committed (first stage)")
         out = b.add_vars("output", ("scenarios", "units"), description="dispatch of a unit in a scenario")
         used = b.add_vars("free_used", ("scenarios",), description="free supply used in a scenario")
         shed = b.add_vars("shortfall", ("scenarios",), ub=data["shed_max"], description="demand left unserved")
-        b.con_group("capacity", ("scenarios", "units"), "only committed units produce, up to capacity")
-        b.con_group("free_limit", ("scenarios",), "free supply used within what the scenario brings")
-        b.con_group("balance", ("scenarios",), "output, free supply and shortfall meet demand")
-        records = sum(data["count"].values())
-        objective = [(on[(u,)], data["fixed"][u]) for u in units]
-        for s in scen:
-            weight = data["count"][s] / records
-            for u in units:
-                b.add_constr("capacity", (s, u), [(out[(s, u)], 1), (on[(u,)], -data["cap"][u])], "<=", 0)
-                objective.append((out[(s, u)], weight * data["marginal"][u]))
-            b.add_constr("free_limit", (s,), [(used[(s,)], 1)], "<=", data["free"][s])
-            b.add_constr("balance", (s,), [(out[(s, u)], 1) for u in units] + [(used[(s,)], 1), (shed[(s,)], 1)],
-                         "==", data["demand"][s])
-            objective.append((shed[(s,)], weight * data["penalty"]))
-        b.set_objective("minimize", objective, description="commitment cost plus expected dispatch and shortfall cost")
+        cost = b.add_vars("scen_cost", ("scenarios",), description="dispatch and shortfall cost in a scenario",
+                          unit="money")
+        expected = b.add_var("expected", description="expected dispatch and shortfall cost", unit="money")
+        b.add_constrs("capacity", ("scenarios", "units"), "only committed units produce, up to capacity",
+                      lambda s, u: ([(out[(s, u)], 1), (on[(u,)], -data["cap"][u])], "<=", 0))
+        b.add_constrs("free_limit", ("scenarios",), "free supply used within what the scenario brings",
+                      lambda s: ([(used[(s,)], 1)], "<=", data["free"][s]))
+        b.add_constrs("balance", ("scenarios",), "output, free supply and shortfall meet demand",
+                      lambda s: ([(out[(s, u)], 1) for u in units] + [(used[(s,)], 1), (shed[(s,)], 1)], "==",
+                                 data["demand"][s]))
+        b.add_constrs("scen_cost_sum", ("scenarios",), "a scenario's dispatch cost plus its shortfall penalty",
+                      lambda s: ([(cost[(s,)], 1)] + [(out[(s, u)], -data["marginal"][u]) for u in units]
+                                 + [(shed[(s,)], -data["penalty"])], "==", 0))
+        b.add_constrs("expectation", (), "records times the expected cost = the count-weighted scenario costs",
+                      lambda: ([(expected, sum(data["count"].values()))]
+                               + [(cost[(s,)], -data["count"][s]) for s in scen], "==", 0))
+        b.set_objective("minimize", [(on[(u,)], data["fixed"][u]) for u in units] + [(expected, 1)],
+                        description="commitment cost plus expected dispatch and shortfall cost")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -3,9 +3,10 @@ known), then in each demand scenario produce up to that capacity or buy the shor
 minimising build cost plus the probability-weighted (expected) recourse cost. The deterministic equivalent: one
 copy of the recourse variables per scenario.
 
-Scenario probabilities are stated in percent (the coefficient is percent / 100). Feasible by construction
-(buying covers any shortfall). Infeasible variant: a scenario's demand exceeds what the largest allowed capacity
-plus the buying limit can cover.
+Scenario probabilities are stated in percent (``prob``, derived, is percent / 100); ``recourse[s]`` is a scenario's
+output and buying cost, so the objective is ``sum build_cost * capacity + sum_s prob[s] * recourse[s]``. Feasible by
+construction (buying covers any shortfall). Infeasible variant: a scenario's demand exceeds what the largest allowed
+capacity plus the buying limit can cover.
 """
 
 from __future__ import annotations
@@ -45,25 +46,27 @@ class TwoStageCapacity(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         sites, scen = b.elements("sites", "scenarios")
+        b.add_param("prob", {sc: data["prob"][sc] / 100 for sc in scen}, ("scenarios",), "fraction",
+                    "probability of a scenario (the percentage / 100)", derived=True)
         cap = b.add_vars("capacity", ("sites",), description="capacity built now (first stage)")
         make = b.add_vars("make", ("scenarios", "sites"), description="output in a scenario (recourse)")
         buy = b.add_vars("buy", ("scenarios", "sites"), description="units bought in a scenario (recourse)")
+        recourse = b.add_vars("recourse", ("scenarios",), description="output and buying cost in a scenario",
+                              unit="money")
         b.add_constrs("cap_max", ("sites",), "capacity within its limit",
                       lambda s: ([(cap[(s,)], 1)], "<=", data["cap_max"][s]))
-        b.con_group("use", ("scenarios", "sites"), "output within the capacity built")
-        b.con_group("meet", ("scenarios", "sites"), "output plus purchases meet the demand")
-        b.con_group("buy_limit", ("scenarios",), "purchases within the limit in each scenario")
-        for sc in scen:
-            for s in sites:
-                b.add_constr("use", (sc, s), [(make[(sc, s)], 1), (cap[(s,)], -1)], "<=", 0)
-                b.add_constr("meet", (sc, s), [(make[(sc, s)], 1), (buy[(sc, s)], 1)], ">=", data["demand"][sc][s])
-            b.add_constr("buy_limit", (sc,), [(buy[(sc, s)], 1) for s in sites], "<=", data["buy_max"])
-        terms = [(cap[(s,)], data["build_cost"][s]) for s in sites]
-        for sc in scen:
-            p = data["prob"][sc] / 100
-            terms += [(make[(sc, s)], p * data["make_cost"][s]) for s in sites]
-            terms += [(buy[(sc, s)], p * data["buy_cost"]) for s in sites]
-        b.set_objective("minimize", terms, description="build cost plus expected recourse cost")
+        b.add_constrs("use", ("scenarios", "sites"), "output within the capacity built",
+                      lambda sc, s: ([(make[(sc, s)], 1), (cap[(s,)], -1)], "<=", 0))
+        b.add_constrs("meet", ("scenarios", "sites"), "output plus purchases meet the demand",
+                      lambda sc, s: ([(make[(sc, s)], 1), (buy[(sc, s)], 1)], ">=", data["demand"][sc][s]))
+        b.add_constrs("buy_limit", ("scenarios",), "purchases within the limit in each scenario",
+                      lambda sc: ([(buy[(sc, s)], 1) for s in sites], "<=", data["buy_max"]))
+        b.add_constrs("recourse_cost", ("scenarios",), "a scenario's output and buying cost",
+                      lambda sc: ([(recourse[(sc,)], 1)] + [(make[(sc, s)], -data["make_cost"][s]) for s in sites]
+                                  + [(buy[(sc, s)], -data["buy_cost"]) for s in sites], "==", 0))
+        b.set_objective("minimize", [(cap[(s,)], data["build_cost"][s]) for s in sites]
+                        + [(recourse[(sc,)], data["prob"][sc] / 100) for sc in scen],
+                        description="build cost plus expected recourse cost")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

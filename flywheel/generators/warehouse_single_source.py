@@ -1,6 +1,7 @@
-"""Warehouse location with single sourcing (IP, all binary): open warehouses (fixed cost) and assign every customer to exactly
-one open warehouse (binary assignment, cost per unit shipped times demand), within each warehouse's capacity:
-``sum_i demand[i] x[i,j] <= cap[j] y[j]`` (the capacity row also forbids assigning to a closed warehouse).
+"""Warehouse location with single sourcing (IP): open warehouses (fixed cost) and assign every customer to exactly
+one open warehouse (binary assignment, which ships the customer's whole demand: ``units[i,j] = demand[i] x[i,j]``,
+cost per unit shipped), within each warehouse's capacity: ``sum_i units[i,j] <= cap[j] y[j]`` (the capacity row
+also forbids assigning to a closed warehouse).
 
 Feasible by construction: the capacities sum to at least total demand plus (number of warehouses) x (largest
 demand), so greedy first-fit with all warehouses open assigns everyone. Infeasible variant: one customer's demand
@@ -41,13 +42,16 @@ class WarehouseSingleSource(Family):
         sites, customers = b.elements("sites", "customers")
         y = b.add_vars("open", ("sites",), VarType.BINARY, description="1 if the warehouse opens")
         x = b.add_vars("assign", ("customers", "sites"), VarType.BINARY, description="1 if served from there")
+        units = b.add_vars("units", ("customers", "sites"), VarType.INTEGER,
+                           description="units per week shipped to the customer from there", unit="units per week")
         b.add_constrs("single_source", ("customers",), "each customer served by exactly one warehouse",
                       lambda c: ([(x[(c, s)], 1) for s in sites], "==", 1))
-        b.add_constrs("capacity", ("sites",), "assigned demand within capacity, none at a closed warehouse",
-                      lambda s: ([(x[(c, s)], data["demand"][c]) for c in customers] + [(y[(s,)], -data["cap"][s])],
-                                 "<=", 0))
+        b.add_constrs("whole_demand", ("customers", "sites"), "the assigned warehouse ships the whole demand",
+                      lambda c, s: ([(units[(c, s)], 1), (x[(c, s)], -data["demand"][c])], "==", 0))
+        b.add_constrs("capacity", ("sites",), "shipped units within capacity, none from a closed warehouse",
+                      lambda s: ([(units[(c, s)], 1) for c in customers] + [(y[(s,)], -data["cap"][s])], "<=", 0))
         b.set_objective("minimize", [(y[(s,)], data["fixed"][s]) for s in sites]
-                        + [(x[(c, s)], data["ship"][c][s] * data["demand"][c]) for c in customers for s in sites],
+                        + [(units[(c, s)], data["ship"][c][s]) for c in customers for s in sites],
                         description="fixed plus shipping cost per week")
         return b.build()
 
