@@ -314,3 +314,24 @@ def test_comment_scan_equals_tokenize() -> None:
     for source in sources:
         assert comment_columns(source) == _tokenize_comments(source), source[:80]
     assert sorted(comment_columns(tricky)) == [1, 2, 3, 5, 6, 10]
+
+
+@pytest.mark.parametrize(("keys", "pattern"), [
+    ([(a, c) for a in "ABCD" for c in "ABCD" if a != c], "for jo in jobs if j != jo"),
+    ([(a, c, m) for i, a in enumerate("ABCD") for c in "ABCD"[i + 1:] for m in "xy"], "enumerate(jobs)"),
+    ([(m, a, c) for m in "xy" for a, c in zip("ABCD", "ABCD"[1:], strict=False)], "zip(jobs, jobs[1:])"),
+    ([("A", "B"), ("B", "A"), ("C", "D")], None),  # no relation yields exactly these: the literal list stays
+])
+def test_key_lists_are_written_as_the_comprehension_that_yields_them(keys, pattern) -> None:
+    from solvers.render.keys import comprehension
+
+    sets = {"jobs": tuple("ABCD"), "machines": tuple("xy")}
+    names = ["machines" if len(k) == 1 and k in "xy" else "jobs" for k in keys[0]]
+    text = comprehension(keys, names, sets, {"jobs": "jobs", "machines": "machines"}, {"jobs", "machines"})
+    if pattern is None:
+        assert text is None
+        return
+    assert pattern in text, text
+    # the text is the program's own Python: evaluated over the sets it yields exactly the keys
+    got = eval(text, {"jobs": list(sets["jobs"]), "machines": list(sets["machines"])})  # noqa: S307
+    assert sorted(got) == sorted(keys)

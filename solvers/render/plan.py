@@ -22,6 +22,7 @@ import itertools
 
 from solvers.errors import ModelError
 from solvers.ir import ConGroup, Model, Parameter, VarGroup, VarType
+from solvers.render.keys import comprehension
 from solvers.render.names import RESERVED, Key, Namespace, ident, key_lit, lit, wrap_items
 from solvers.render.search import TemplateSearch
 from solvers.render.shapes import (
@@ -127,8 +128,7 @@ class _Planner(TemplateSearch):
             keys_ident = None
             if not full:
                 keys_ident = self.ns.claim(f"{gname}_keys")
-                self.extra.append((keys_ident, wrap_items([key_lit(k) for k in keys], "[", "]"),
-                                   f"index of {gname}"))
+                self.extra.append((keys_ident, self._key_list(keys, sets), f"index of {gname}"))
             set_idents = tuple(self.set_ident.get(s, s) for s in sets)
             vtype = vs[0].vtype
             plan = VarGroupPlan(gi, gname, sets, set_idents, keys, full, keys_ident, vtype, vs[0].lb, vs[0].ub,
@@ -200,10 +200,18 @@ class _Planner(TemplateSearch):
         for p in self.params:
             if p.keys is not None and p.param.index == row_sets and set(p.keys) == set(keys) and len(p.keys) == len(keys):
                 return RowLoop(targets, (Gen(targets, "param", p.ident),))
+        for vg in self.var_groups:  # the rows of a sparse group's own keys: loop over its key list
+            if vg.keys_ident and vg.sets == row_sets and set(vg.keys) == set(keys) and len(vg.keys) == len(keys):
+                return RowLoop(targets, (Gen(targets, "keys", vg.keys_ident),))
         kid = self.ns.claim(f"{cp.name}_keys")
         cp.keys_ident = kid
-        self.extra.append((kid, wrap_items([key_lit(k) for k in keys], "[", "]"), f"rows of {cp.name}"))
+        self.extra.append((kid, self._key_list(keys, row_sets), f"rows of {cp.name}"))
         return RowLoop(targets, (Gen(targets, "keys", kid),))
+
+    def _key_list(self, keys: list[Key], sets: tuple[str, ...]) -> str:
+        """A key list: the comprehension over the program's sets that yields it, else the literal list."""
+        return (comprehension(keys, sets, self.set_elems, self.set_ident, self.ns.taken)
+                or wrap_items([key_lit(k) for k in keys], "[", "]"))
 
     def _ref(self, vname: str) -> VarRef:
         g, k = self.var_of[vname]
