@@ -2,7 +2,8 @@
 send on each, at least fixed-plus-variable cost. A lane carries goods only when opened (``x <= capacity * open``,
 the big-M link with the lane's own capacity as M), and opening it costs its fixed charge.
 
-Variable costs are quoted per dozen units, so the coefficient is price / 12. Feasible by construction: total
+Variable costs are quoted per dozen units, so the amount shipped is counted in dozens (12 units each in the
+supply, demand and lane-capacity rows) and costs price per dozen. Feasible by construction: total
 supply covers total demand and every lane can carry its customer's whole demand. Infeasible variant: one
 customer's demand exceeds what all depots together can supply.
 """
@@ -44,21 +45,20 @@ class FixedChargeNetwork(Family):
         lanes = [(d, c) for d in depots for c in customers]
         b.add_param("supply", data["supply"], ("depots",), "units", "most a depot can ship")
         b.add_param("demand", data["demand"], ("customers",), "units", "demand of a customer")
-        b.add_param("price", {k: data["price"][k[0]][k[1]] for k in lanes}, ("depots", "customers"),
-                    "money per dozen", "shipping cost per dozen units on a lane")
-        b.add_param("fixed", {k: data["fixed"][k[0]][k[1]] for k in lanes}, ("depots", "customers"), "money",
-                    "fixed charge of opening a lane")
-        b.add_param("capacity", {k: data["capacity"][k[0]][k[1]] for k in lanes}, ("depots", "customers"),
-                    "units", "most a lane can carry once opened")
-        x = b.add_vars("ship", ("depots", "customers"), description="units shipped on a lane", unit="units")
+        b.add_param("price", data["price"], ("depots", "customers"), "money per dozen",
+                    "shipping cost per dozen units on a lane")
+        b.add_param("fixed", data["fixed"], ("depots", "customers"), "money", "fixed charge of opening a lane")
+        b.add_param("capacity", data["capacity"], ("depots", "customers"), "units",
+                    "most a lane can carry once opened")
+        x = b.add_vars("ship", ("depots", "customers"), description="dozens shipped on a lane", unit="dozens")
         y = b.add_vars("open", ("depots", "customers"), VarType.BINARY, description="1 if the lane is opened")
-        b.add_constrs("supply", ("depots",), "a depot ships at most its supply",
-                      lambda d: ([(x[(d, c)], 1) for c in customers], "<=", data["supply"][d]))
+        b.add_constrs("supply", ("depots",), "a depot ships at most its supply (12 units a dozen)",
+                      lambda d: ([(x[(d, c)], 12) for c in customers], "<=", data["supply"][d]))
         b.add_constrs("demand", ("customers",), "every customer receives its demand",
-                      lambda c: ([(x[(d, c)], 1) for d in depots], ">=", data["demand"][c]))
+                      lambda c: ([(x[(d, c)], 12) for d in depots], ">=", data["demand"][c]))
         b.add_constrs("link", ("depots", "customers"), "a lane carries goods only when opened (capacity as big-M)",
-                      lambda d, c: ([(x[(d, c)], 1), (y[(d, c)], -data["capacity"][d][c])], "<=", 0), keys=lanes)
-        b.set_objective("minimize", [(x[k], data["price"][k[0]][k[1]] / 12) for k in lanes]
+                      lambda d, c: ([(x[(d, c)], 12), (y[(d, c)], -data["capacity"][d][c])], "<=", 0), keys=lanes)
+        b.set_objective("minimize", [(x[k], data["price"][k[0]][k[1]]) for k in lanes]
                         + [(y[k], data["fixed"][k[0]][k[1]]) for k in lanes], description="fixed plus shipping cost")
         return b.build()
 

@@ -4,7 +4,9 @@ unit; a hub handles its capacity, plus up to a limited amount of extra capacity 
 continuous quantity at a premium per unit) only if it is open.
 
 ``sum_h x[o,h] = 1``; ``x[o,h] <= y[h]``; ``sum_o v[o] x[o,h] <= cap[h] y[h] + extra[h]``;
-``extra[h] <= ext[h] y[h]`` (big-M: none at a closed hub). Feasible by construction: the capacities sum to at
+``extra[h] <= ext[h] y[h]`` (big-M: none at a closed hub); the volume an origin sends to a hub,
+``flow[o,h] = v[o] x[o,h]``, carries the collection cost, and the fixed costs enter in dollars (a derived copy,
+1000 x the thousands stated). Feasible by construction: the capacities sum to at
 least total volume plus (number of hubs) x (largest volume), so first-fit with every hub open assigns every origin
 without extra capacity. Infeasible variant: one origin's volume exceeds every hub's capacity plus its extra limit,
 and an origin cannot be split between hubs.
@@ -48,9 +50,12 @@ class HubLocation(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         origins, hubs = b.elements("origins", "hubs")
+        b.add_param("fixed_dollars", {h: 1000 * data["fixed"][h] for h in hubs}, ("hubs",), "dollars",
+                    "fixed cost of opening a hub in dollars", derived=True)
         x = b.add_vars("assign", ("origins", "hubs"), VarType.BINARY, description="1 if the origin uses the hub")
         y = b.add_vars("open", ("hubs",), VarType.BINARY, description="1 if the hub is opened")
         e = b.add_vars("extra_used", ("hubs",), description="extra capacity bought at a hub", unit="units")
+        f = b.add_vars("flow", ("origins", "hubs"), description="volume an origin sends to a hub", unit="units")
         b.con_group("assign", ("origins",), "every origin to exactly one hub (partitioning)")
         for o in origins:
             b.add_constr("assign", (o,), [(x[(o, h)], 1) for h in hubs], "==", 1)
@@ -64,9 +69,11 @@ class HubLocation(Family):
             b.add_constr("capacity", (h,), [(x[(o, h)], data["volume"][o]) for o in origins]
                          + [(y[(h,)], -data["capacity"][h]), (e[(h,)], -1)], "<=", 0)
             b.add_constr("extra_limit", (h,), [(e[(h,)], 1), (y[(h,)], -data["extra"][h])], "<=", 0)
+        b.add_constrs("flow", ("origins", "hubs"), "an origin sends its whole volume to its hub",
+                      lambda o, h: ([(f[(o, h)], 1), (x[(o, h)], -data["volume"][o])], "==", 0))
         b.set_objective("minimize", [(y[(h,)], 1000 * data["fixed"][h]) for h in hubs]
                         + [(e[(h,)], data["premium"][h]) for h in hubs]
-                        + [(x[(o, h)], data["cost"][o][h] * data["volume"][o]) for o in origins for h in hubs],
+                        + [(f[(o, h)], data["cost"][o][h]) for o in origins for h in hubs],
                         description="fixed costs plus collection plus extra capacity, in dollars")
         return b.build()
 

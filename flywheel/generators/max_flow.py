@@ -1,4 +1,5 @@
-"""Max flow (LP): the most flow from a source node to a sink node through capacitated directed arcs.
+"""Max flow (LP): the most flow from a source node to a sink node through capacitated directed arcs (the flow value,
+a variable, is what leaves the source).
 
 A guaranteed chain source -> ... -> sink keeps the network connected; a contract asks for at least half that
 chain's bottleneck, so the instance is feasible. Infeasible variant: the contract asks for more than all arcs out of
@@ -46,23 +47,34 @@ class MaxFlow(Family):
         src, snk = data["source"], data["sink"]
         b.add_set("nodes", [src, *data["middle"], snk], "network nodes (source first, sink last)")
         middle = b.add_set("inner_nodes", data["middle"], "nodes where flow is conserved")
-        arcs = b.add_set("arcs", [f"{u}_{w}" for u, w in data["arcs"]], "directed arcs From_To")
-        b.add_param("capacity", data["capacity"], ("arcs",), "units", "most flow an arc carries")
+        b.add_set("sources", [src], "the source")
+        b.add_set("sinks", [snk], "the sink")
+        arcs = [(u, w) for u, w in data["arcs"]]
+        b.add_param("capacity", {(u, w): data["capacity"][f"{u}_{w}"] for u, w in arcs}, ("nodes", "nodes"), "units",
+                    "most flow an arc carries")
         b.add_param("min_delivery", data["min_delivery"], (), "units", "flow the sink must receive at least")
-        flow = b.add_vars("flow", ("arcs",), description="flow on each arc", unit="units")
-        ends = dict(zip(arcs, data["arcs"], strict=True))
-        b.con_group("conservation", ("inner_nodes",), "what enters an inner node leaves it")
-        for node in middle:
-            b.add_constr("conservation", (node,), [(flow[(a,)], 1) for a in arcs if ends[a][1] == node]
-                         + [(flow[(a,)], -1) for a in arcs if ends[a][0] == node], "==", 0)
-        b.add_constrs("capacity", ("arcs",), "arc flow within arc capacity",
-                      lambda a: ([(flow[(a,)], 1)], "<=", data["capacity"][a]))
-        net_out = ([(flow[(a,)], 1) for a in arcs if ends[a][0] == src]
-                   + [(flow[(a,)], -1) for a in arcs if ends[a][1] == src])
-        b.con_group("min_delivery", (), "the contracted minimum reaches the sink")
-        b.add_constr("min_delivery", (), [(flow[(a,)], 1) for a in arcs if ends[a][1] == snk]
-                     + [(flow[(a,)], -1) for a in arcs if ends[a][0] == snk], ">=", data["min_delivery"])
-        b.set_objective("maximize", net_out, description="net flow out of the source")
+        flow = b.add_vars("flow", ("nodes", "nodes"), keys=arcs, description="flow on each arc", unit="units")
+        total = b.add_var("total_flow", description="net flow out of the source", unit="units")
+        into = {n: [flow[(u, w)] for u, w in arcs if w == n] for n in (*middle, snk)}
+        out = {n: [flow[(u, w)] for u, w in arcs if u == n] for n in (src, *middle)}
+        # No arc enters the source or leaves the sink (sample). An inner node that no arc enters (or leaves) has
+        # a one-sided row: a group of its own, so that each group is uniform.
+        b.add_constrs("conservation", ("inner_nodes",), "what enters an inner node leaves it",
+                      lambda n: ([(x, 1) for x in into[n]] + [(x, -1) for x in out[n]], "==", 0),
+                      keys=[n for n in middle if into[n] and out[n]])
+        b.add_constrs("no_exit", ("inner_nodes",), "an inner node that no arc leaves receives nothing",
+                      lambda n: ([(x, 1) for x in into[n]], "==", 0),
+                      keys=[n for n in middle if into[n] and not out[n]])
+        b.add_constrs("no_entry", ("inner_nodes",), "an inner node that no arc enters sends nothing",
+                      lambda n: ([(x, 1) for x in out[n]], "==", 0),
+                      keys=[n for n in middle if out[n] and not into[n]])
+        b.add_constrs("capacity", ("nodes", "nodes"), "arc flow within arc capacity",
+                      lambda u, w: ([(flow[(u, w)], 1)], "<=", data["capacity"][f"{u}_{w}"]), keys=arcs)
+        b.add_constrs("flow_value", ("sources",), "the flow value is what leaves the source",
+                      lambda s: ([(x, 1) for x in out[s]] + [(total, -1)], "==", 0))
+        b.add_constrs("min_delivery", ("sinks",), "the contracted minimum reaches the sink",
+                      lambda t: ([(x, 1) for x in into[t]], ">=", data["min_delivery"]))
+        b.set_objective("maximize", [(total, 1)], description="net flow out of the source")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -51,25 +51,33 @@ class MinCostFlow(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         sources, hubs, sinks = b.elements("sources", "hubs", "sinks")
-        arcs = b.add_set("arcs", [f"{u}_{v}" for u, v in data["arcs"]], "directed arcs From_To")
+        b.add_set("nodes", [*sources, *hubs, *sinks], "every node")
+        arcs = [(u, v) for u, v in data["arcs"]]
         b.add_param("supply", data["supply"], ("sources",), "units", "most a source can send")
         b.add_param("demand", data["demand"], ("sinks",), "units", "what a sink must receive")
-        b.add_param("capacity", data["capacity"], ("arcs",), "units", "most flow an arc carries")
-        b.add_param("cost", data["cost"], ("arcs",), "money per unit", "cost of one unit on an arc")
-        flow = b.add_vars("flow", ("arcs",), description="flow on each arc", unit="units")
-        into = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if v == node]
-                for node in (*hubs, *sinks)}
-        out = {node: [flow[(a,)] for (u, v), a in zip(data["arcs"], arcs, strict=True) if u == node]
-               for node in (*sources, *hubs)}
+        b.add_param("capacity", {(u, v): data["capacity"][f"{u}_{v}"] for u, v in arcs}, ("nodes", "nodes"), "units",
+                    "most flow an arc carries")
+        b.add_param("cost", {(u, v): data["cost"][f"{u}_{v}"] for u, v in arcs}, ("nodes", "nodes"),
+                    "money per unit", "cost of one unit on an arc")
+        flow = b.add_vars("flow", ("nodes", "nodes"), keys=arcs, description="flow on each arc", unit="units")
+        into = {n: [flow[(u, v)] for u, v in arcs if v == n] for n in (*hubs, *sinks)}
+        out = {n: [flow[(u, v)] for u, v in arcs if u == n] for n in (*sources, *hubs)}
         b.add_constrs("supply", ("sources",), "a source sends at most its supply",
                       lambda s: ([(x, 1) for x in out[s]], "<=", data["supply"][s]))
+        # A hub that no arc enters (or leaves) has a one-sided row: a group of its own, so each group is uniform.
         b.add_constrs("conservation", ("hubs",), "what enters a hub leaves it",
-                      lambda h: ([(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0))
+                      lambda h: ([(x, 1) for x in into[h]] + [(x, -1) for x in out[h]], "==", 0),
+                      keys=[h for h in hubs if into[h] and out[h]])
+        b.add_constrs("no_exit", ("hubs",), "a hub that no arc leaves receives nothing",
+                      lambda h: ([(x, 1) for x in into[h]], "==", 0), keys=[h for h in hubs if into[h] and not out[h]])
+        b.add_constrs("no_entry", ("hubs",), "a hub that no arc enters sends nothing",
+                      lambda h: ([(x, 1) for x in out[h]], "==", 0), keys=[h for h in hubs if out[h] and not into[h]])
         b.add_constrs("demand", ("sinks",), "a sink receives exactly its demand",
                       lambda k: ([(x, 1) for x in into[k]], "==", data["demand"][k]))
-        b.add_constrs("capacity", ("arcs",), "arc flow within arc capacity",
-                      lambda a: ([(flow[(a,)], 1)], "<=", data["capacity"][a]))
-        b.set_objective("minimize", [(flow[(a,)], data["cost"][a]) for a in arcs], description="total flow cost")
+        b.add_constrs("capacity", ("nodes", "nodes"), "arc flow within arc capacity",
+                      lambda u, v: ([(flow[(u, v)], 1)], "<=", data["capacity"][f"{u}_{v}"]), keys=arcs)
+        b.set_objective("minimize", [(flow[a], data["cost"]["_".join(a)]) for a in arcs],
+                        description="total flow cost")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

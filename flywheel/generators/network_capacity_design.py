@@ -47,40 +47,50 @@ class NetworkCapacityDesign(Family):
 
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
-        nodes, links, demands = b.elements("nodes", "links", "demands")
-        arcs = b.add_set("arcs", [f"{e}__{s}" for e in links for s in ("fwd", "back")], "links in each direction")
-        b.add_param("amount", data["amount"], ("demands",), "small unit", "size of a demand")
-        b.add_param("capacity", data["capacity"], (), "large unit", "capacity of one module")
+        nodes, demands = b.elements("nodes", "demands")
+        links = [tuple(e.split("__")) for e in data["links"]]
+        arcs = [arc for i, j in links for arc in ((i, j), (j, i))]
+        origin, destination, amount = data["origin"], data["destination"], data["amount"]
+        b.add_param("amount", amount, ("demands",), "small unit", "size of a demand")
         b.add_param("max_modules", data["max_modules"], (), "modules", "most modules on one link")
-        b.add_param("module_cost", data["module_cost"], ("links",), "thousand dollars", "cost of one module")
-        b.add_param("build_cost", data["build_cost"], ("links",), "thousand dollars", "cost of building a link")
-        flow = b.add_vars("flow", ("demands", "arcs"), description="amount of a demand on a link direction")
-        built = b.add_vars("build", ("links",), VarType.BINARY, description="1 if the link is built")
-        modules = b.add_vars("modules", ("links",), VarType.INTEGER, description="modules installed on a link")
-        ends = {a: a.split("__")[:2] if a.endswith("fwd") else a.split("__")[1::-1] for a in arcs}
+        b.add_param("capacity", data["capacity"], (), "large unit", "capacity of one module")
+        b.add_param("module_size", 1000 * data["capacity"], (), "small unit",
+                    "capacity of one module in the small unit (1000 per large unit)", derived=True)
+        b.add_param("build_cost", {(i, j): data["build_cost"][f"{i}__{j}"] for i, j in links}, ("nodes", "nodes"),
+                    "thousand dollars", "cost of building a link")
+        b.add_param("module_cost", {(i, j): data["module_cost"][f"{i}__{j}"] for i, j in links},
+                    ("nodes", "nodes"), "thousand dollars", "cost of one module")
+        b.add_param("supply", {(d, v): amount[d] * ((v == origin[d]) - (v == destination[d]))
+                               for d in demands for v in nodes}, ("demands", "nodes"), "small unit",
+                    "net supply of a demand at a node: its size at the origin, minus it at the destination",
+                    derived=True)
+        flow = b.add_vars("flow", ("demands", "nodes", "nodes"), keys=[(d, i, j) for d in demands for i, j in arcs],
+                          description="amount of a demand on a link direction")
+        built = b.add_vars("build", ("nodes", "nodes"), VarType.BINARY, keys=links,
+                           description="1 if the link is built")
+        modules = b.add_vars("modules", ("nodes", "nodes"), VarType.INTEGER, keys=links,
+                             description="modules installed on a link")
         b.con_group("balance", ("demands", "nodes"), "flow out minus flow in: the demand at its origin, minus it "
                     "at its destination, zero elsewhere")
         for d in demands:
             for v in nodes:
-                net = data["amount"][d] * ((v == data["origin"][d]) - (v == data["destination"][d]))
-                b.add_constr("balance", (d, v), [(flow[(d, a)], (ends[a][0] == v) - (ends[a][1] == v))
-                                                 for a in arcs], "==", net)
-        b.con_group("capacity", ("links",), "traffic both ways within the installed modules (1000 small units "
-                    "per large unit)")
-        b.con_group("indicator", ("links",), "modules only on a built link (big-M = max_modules)")
-        for e in links:
-            b.add_constr("capacity", (e,), [(flow[(d, f"{e}__{s}")], 1) for d in demands for s in ("fwd", "back")]
-                         + [(modules[(e,)], -1000 * data["capacity"])], "<=", 0)
-            b.add_constr("indicator", (e,), [(modules[(e,)], 1), (built[(e,)], -data["max_modules"])], "<=", 0)
+                b.add_constr("balance", (d, v), [(flow[(d, i, j)], (i == v) - (j == v)) for i, j in arcs], "==",
+                             amount[d] * ((v == origin[d]) - (v == destination[d])))
+        b.con_group("capacity", ("nodes", "nodes"), "traffic both ways within the installed modules (1000 small "
+                    "units per large unit)")
+        b.con_group("indicator", ("nodes", "nodes"), "modules only on a built link (big-M = max_modules)")
+        for i, j in links:
+            b.add_constr("capacity", (i, j), [(flow[(d, *arc)], 1) for d in demands for arc in ((i, j), (j, i))]
+                         + [(modules[(i, j)], -1000 * data["capacity"])], "<=", 0)
+            b.add_constr("indicator", (i, j), [(modules[(i, j)], 1), (built[(i, j)], -data["max_modules"])], "<=", 0)
         # Valid but redundant given the two groups above; they tighten the LP bound (the relaxation otherwise
         # builds a sliver of every link) and keep difficulty 5 well inside the solve-time budget.
-        b.con_group("strong", ("demands", "links"), "a demand uses a link only if it is built")
-        for d in demands:
-            for e in links:
-                b.add_constr("strong", (d, e), [(flow[(d, f"{e}__{s}")], 1) for s in ("fwd", "back")]
-                             + [(built[(e,)], -data["amount"][d])], "<=", 0)
-        b.set_objective("minimize", [(modules[(e,)], data["module_cost"][e]) for e in links]
-                        + [(built[(e,)], data["build_cost"][e]) for e in links], description="building plus modules")
+        b.add_constrs("strong", ("demands", "nodes", "nodes"), "a demand uses a link only if it is built",
+                      lambda d, i, j: ([(flow[(d, i, j)], 1), (flow[(d, j, i)], 1), (built[(i, j)], -amount[d])],
+                                       "<=", 0), keys=[(d, i, j) for d in demands for i, j in links])
+        b.set_objective("minimize", [(modules[k], data["module_cost"]["__".join(k)]) for k in links]
+                        + [(built[k], data["build_cost"]["__".join(k)]) for k in links],
+                        description="building plus modules")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

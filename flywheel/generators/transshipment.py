@@ -2,10 +2,11 @@
 handling fee and limited in throughput) to destinations with fixed demands, at least total cost; a few
 source-destination pairs may also ship direct at a premium.
 
-Flow conservation at every hub (in = out), supply at most the limit, demand met exactly. Handling fees are quoted
-in cents per unit and freight in dollars (coefficient fee / 100). Feasible by construction: supply and hub
-throughput each exceed total demand, and every source reaches every hub and every hub every destination.
-Infeasible variant: one demand is raised so that total demand exceeds total supply (all flow starts at a source).
+Flow conservation at every hub (in = handled = out), supply at most the limit, demand met exactly. Handling fees
+are quoted in cents per unit and freight in dollars: the fee is charged on what a hub handles, in dollars (a
+derived copy, fee / 100). Feasible by construction: supply and hub throughput each exceed total demand, and every
+source reaches every hub and every hub every destination. Infeasible variant: one demand is raised so that total
+demand exceeds total supply (all flow starts at a source).
 """
 
 from __future__ import annotations
@@ -47,38 +48,48 @@ class Transshipment(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         sources, hubs, dests = b.elements("sources", "hubs", "dests")
-        direct = b.add_set("direct", list(data["direct"]), "source__destination pairs that may ship direct")
+        direct = [tuple(k.split("__")) for k in data["direct"]]
         b.add_param("supply", data["supply"], ("sources",), "units", "most a source can ship")
         b.add_param("demand", data["demand"], ("dests",), "units", "demand of a destination")
         b.add_param("capacity", data["capacity"], ("hubs",), "units", "throughput limit of a hub")
         b.add_param("fee", data["fee"], ("hubs",), "cents per unit", "handling fee of a hub")
-        b.add_param("inbound", {(s, h): data["inbound"][s][h] for s in sources for h in hubs}, ("sources", "hubs"),
-                    "dollars per unit", "freight from a source to a hub")
-        b.add_param("outbound", {(h, d): data["outbound"][h][d] for h in hubs for d in dests}, ("hubs", "dests"),
-                    "dollars per unit", "freight from a hub to a destination")
-        b.add_param("direct_cost", data["direct"], ("direct",), "dollars per unit", "freight of a direct shipment")
+        b.add_param("fee_dollars", {h: data["fee"][h] / 100 for h in hubs}, ("hubs",), "dollars per unit",
+                    "handling fee of a hub in dollars (100 cents to the dollar)", derived=True)
+        b.add_param("inbound", data["inbound"], ("sources", "hubs"), "dollars per unit",
+                    "freight from a source to a hub")
+        b.add_param("outbound", data["outbound"], ("hubs", "dests"), "dollars per unit",
+                    "freight from a hub to a destination")
+        b.add_param("direct_cost", {(s, d): data["direct"][f"{s}__{d}"] for s, d in direct}, ("sources", "dests"),
+                    "dollars per unit", "freight of a direct shipment")
         inb = b.add_vars("ship_in", ("sources", "hubs"), description="units from a source to a hub", unit="units")
         out = b.add_vars("ship_out", ("hubs", "dests"), description="units from a hub to a destination", unit="units")
-        dir_ = b.add_vars("ship_direct", ("direct",), description="units shipped direct", unit="units")
-        pair = {k: tuple(k.split("__")) for k in direct}
-        b.con_group("supply", ("sources",), "a source ships at most its supply")
-        for s in sources:
-            b.add_constr("supply", (s,), [(inb[(s, h)], 1) for h in hubs]
-                         + [(dir_[(k,)], 1) for k in direct if pair[k][0] == s], "<=", data["supply"][s])
-        b.con_group("conserve", ("hubs",), "what enters a hub leaves it")
-        b.con_group("capacity", ("hubs",), "a hub handles at most its throughput")
-        for h in hubs:
-            b.add_constr("conserve", (h,), [(inb[(s, h)], 1) for s in sources] + [(out[(h, d)], -1) for d in dests],
-                         "==", 0)
-            b.add_constr("capacity", (h,), [(inb[(s, h)], 1) for s in sources], "<=", data["capacity"][h])
-        b.con_group("demand", ("dests",), "a destination receives exactly its demand")
-        for d in dests:
-            b.add_constr("demand", (d,), [(out[(h, d)], 1) for h in hubs]
-                         + [(dir_[(k,)], 1) for k in direct if pair[k][1] == d], "==", data["demand"][d])
-        fee = data["fee"]
-        b.set_objective("minimize", [(inb[(s, h)], data["inbound"][s][h] + fee[h] / 100) for s in sources for h in hubs]
+        dir_ = b.add_vars("ship_direct", ("sources", "dests"), keys=direct, description="units shipped direct",
+                          unit="units")
+        handled = b.add_vars("handled", ("hubs",), description="units passing through a hub", unit="units")
+        # Sources (destinations) with a direct lane have one more sum in their row: a group of their own.
+        senders, receivers = {s for s, _ in direct}, {d for _, d in direct}
+        b.add_constrs("supply", ("sources",), "a source without direct lanes ships at most its supply",
+                      lambda s: ([(inb[(s, h)], 1) for h in hubs], "<=", data["supply"][s]),
+                      keys=[s for s in sources if s not in senders])
+        b.add_constrs("supply_direct", ("sources",), "a source with direct lanes ships at most its supply",
+                      lambda s: ([(inb[(s, h)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[0] == s],
+                                 "<=", data["supply"][s]), keys=[s for s in sources if s in senders])
+        b.add_constrs("inflow", ("hubs",), "what enters a hub is what it handles",
+                      lambda h: ([(inb[(s, h)], 1) for s in sources] + [(handled[(h,)], -1)], "==", 0))
+        b.add_constrs("outflow", ("hubs",), "what a hub handles leaves it",
+                      lambda h: ([(out[(h, d)], 1) for d in dests] + [(handled[(h,)], -1)], "==", 0))
+        b.add_constrs("capacity", ("hubs",), "a hub handles at most its throughput",
+                      lambda h: ([(handled[(h,)], 1)], "<=", data["capacity"][h]))
+        b.add_constrs("demand", ("dests",), "a destination without direct lanes receives exactly its demand",
+                      lambda d: ([(out[(h, d)], 1) for h in hubs], "==", data["demand"][d]),
+                      keys=[d for d in dests if d not in receivers])
+        b.add_constrs("demand_direct", ("dests",), "a destination with direct lanes receives exactly its demand",
+                      lambda d: ([(out[(h, d)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[1] == d],
+                                 "==", data["demand"][d]), keys=[d for d in dests if d in receivers])
+        b.set_objective("minimize", [(inb[(s, h)], data["inbound"][s][h]) for s in sources for h in hubs]
                         + [(out[(h, d)], data["outbound"][h][d]) for h in hubs for d in dests]
-                        + [(dir_[(k,)], data["direct"][k]) for k in direct], description="freight plus handling")
+                        + [(dir_[k], data["direct"]["__".join(k)]) for k in direct]
+                        + [(handled[(h,)], data["fee"][h] / 100) for h in hubs], description="freight plus handling")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
