@@ -122,6 +122,17 @@ def tour_model() -> Model:
     for a, c in pairs:
         if a != "Depot" and c != "Depot":
             b.add_constr("mtz", (a, c), [(u[(a,)], 1), (u[(c,)], -1), (x[(a, c)], 3)], "<=", 2)
+    # two vans share the legs: a 3-D group over vans x legs, each van's load at most 5 on a driven leg, and every
+    # van must carry 2 in all (keys: the van set times the legs, a != c)
+    b.add_set("vans", ["V1", "V2"], "vans")
+    load = b.add_vars("load", ("vans", "places", "places"), keys=[(v, a, c) for v in ("V1", "V2") for a, c in pairs])
+    b.con_group("load_cap", ("vans", "places", "places"), "a van loads only driven legs")
+    for v in ("V1", "V2"):
+        for a, c in pairs:
+            b.add_constr("load_cap", (v, a, c), [(load[(v, a, c)], 1), (x[(a, c)], -5)], "<=", 0)
+    b.con_group("ship", ("vans",), "each van carries 2 in all")
+    for v in ("V1", "V2"):
+        b.add_constr("ship", (v,), [(load[(v, a, c)], 1) for a, c in pairs], ">=", 2)
     b.set_objective("minimize", [(x[p], dist[p]) for p in pairs])
     return b.build()
 
@@ -129,8 +140,11 @@ def tour_model() -> Model:
 def test_sparse_groups_and_nested_sets_render_as_loops() -> None:
     code = render(tour_model(), "gurobipy")
     # every group is one loop: no row is written out with its numbers
-    assert code.count("m.addConstrs(") == 3 and "m.addConstr(" not in code, code
-    assert "travel_keys = [" in code and 'mtz_A_B' not in code
+    assert code.count("m.addConstrs(") == 5 and "m.addConstr(" not in code, code
+    assert "load_keys = [(va, p, pl) for va in vans for p in places for pl in places if p != pl]" in code, code
+    # the legs are the distance table's keys; the MTZ rows are the stop pairs, written as a comprehension
+    assert "travel_keys = list(dist)" in code and 'mtz_A_B' not in code
+    assert "mtz_keys = [(s, st) for s in stops for st in stops if s != st]" in code, code
     assert "n_minus_1 * travel[" in code  # the derived constant by name, the leg bound to the row's stops
 
 
@@ -335,3 +349,31 @@ def test_key_lists_are_written_as_the_comprehension_that_yields_them(keys, patte
     # the text is the program's own Python: evaluated over the sets it yields exactly the keys
     got = eval(text, {"jobs": list(sets["jobs"]), "machines": list(sets["machines"])})  # noqa: S307
     assert sorted(got) == sorted(keys)
+
+
+def test_key_lists_reuse_what_the_program_already_has() -> None:
+    """A group over a parameter's keys loops over the parameter; a second group with the same keys reuses the first
+    group's list; a group over a full set times those keys is written as that product."""
+    b = ModelBuilder("reuse")
+    b.add_set("nodes", ["A", "B", "C"], "")
+    b.add_set("goods", ["g1", "g2"], "")
+    arcs = [("A", "B"), ("B", "C"), ("C", "A")]  # no relation between positions: an arbitrary sparse list
+    b.add_param("cost", {a: 2 + k for k, a in enumerate(arcs)}, ("nodes", "nodes"), "", "")
+    build = b.add_vars("build", ("nodes", "nodes"), VarType.BINARY, keys=arcs)
+    size = b.add_vars("size", ("nodes", "nodes"), keys=arcs)
+    flow = b.add_vars("flow", ("goods", "nodes", "nodes"), keys=[(g, *a) for g in ("g1", "g2") for a in arcs])
+    b.con_group("cap", ("goods", "nodes", "nodes"), "")
+    for g in ("g1", "g2"):
+        for a in arcs:
+            b.add_constr("cap", (g, *a), [(flow[(g, *a)], 1), (size[a], -1)], "<=", 0)
+    b.con_group("need", ("goods",), "")
+    for g in ("g1", "g2"):
+        b.add_constr("need", (g,), [(flow[(g, *a)], 1) for a in arcs], ">=", 1)
+    b.set_objective("minimize", [(build[a], 10) for a in arcs] + [(size[a], cost_) for a, cost_ in zip(arcs, (2, 3, 4), strict=True)])
+    code = render(b.build(), "gurobipy")
+    assert "build_keys = list(cost)" in code and "size_keys = build_keys" in code, code
+    assert "flow_keys = [(g, n, no) for g in goods for n, no in build_keys]" in code, code
+    # the program is the same model: it runs and reproduces the ground truth
+    (ex,) = run_batch([Program(program_id="reuse", code=code)], SandboxConfig(timeout_s=120.0))
+    assert ex.status == ExecStatus.OK and ex.final_solve is not None, ex.error
+    assert abs(ex.final_solve.objective - solve_ground_truth(b.build()).objective) < 1e-6

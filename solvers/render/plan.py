@@ -84,6 +84,7 @@ class _Planner(TemplateSearch):
         self.m = model
         self.ns = Namespace(reserved)
         self.extra: list[tuple[str, str, str]] = []
+        self._key_lists: list[tuple[str, tuple[str, ...], set[Key]]] = []  # (identifier, sets, keys) written so far
         self.set_elems = {s.name: s.elements for s in model.sets}
 
     # -- data ------------------------------------------------------------------------------------------
@@ -129,6 +130,7 @@ class _Planner(TemplateSearch):
             if not full:
                 keys_ident = self.ns.claim(f"{gname}_keys")
                 self.extra.append((keys_ident, self._key_list(keys, sets), f"index of {gname}"))
+                self._key_lists.append((keys_ident, sets, set(keys)))
             set_idents = tuple(self.set_ident.get(s, s) for s in sets)
             vtype = vs[0].vtype
             plan = VarGroupPlan(gi, gname, sets, set_idents, keys, full, keys_ident, vtype, vs[0].lb, vs[0].ub,
@@ -206,12 +208,65 @@ class _Planner(TemplateSearch):
         kid = self.ns.claim(f"{cp.name}_keys")
         cp.keys_ident = kid
         self.extra.append((kid, self._key_list(keys, row_sets), f"rows of {cp.name}"))
+        self._key_lists.append((kid, row_sets, set(keys)))
         return RowLoop(targets, (Gen(targets, "keys", kid),))
 
     def _key_list(self, keys: list[Key], sets: tuple[str, ...]) -> str:
-        """A key list: the comprehension over the program's sets that yields it, else the literal list."""
+        """A key list as a modeller writes it: another list or a parameter's keys when they are the same keys, the
+        comprehension over the program's sets that yields it, full sets times such a list (``[(d, i, j) for d in
+        demands for i, j in arcs]``), else the literal list."""
+        same = self._same_keys(set(keys), sets)
+        if same:
+            return same if same.endswith("_keys") else f"list({same})"
         return (comprehension(keys, sets, self.set_elems, self.set_ident, self.ns.taken)
-                or wrap_items([key_lit(k) for k in keys], "[", "]"))
+                or self._times_sets(keys, sets) or wrap_items([key_lit(k) for k in keys], "[", "]"))
+
+    def _same_keys(self, keys: set[Key], sets: tuple[str, ...]) -> str | None:
+        """The identifier of a key list already written (a sparse variable group's) or of a parameter with exactly
+        these keys over these sets."""
+        for name, group_sets, group_keys in self._key_lists:
+            if group_sets == sets and group_keys == keys:
+                return name
+        for p in self.params:
+            if p.keys is not None and tuple(p.param.index) == sets and set(p.keys) == keys:
+                return p.ident
+        return None
+
+    def _times_sets(self, keys: list[Key], sets: tuple[str, ...]) -> str | None:
+        """``[(d, i, j) for d in demands for i, j in arcs]``: the keys are full sets at some positions times a key
+        list (or parameter keys) already in the program at the others."""
+        n, want = len(sets), set(keys)
+        for size in range(1, n):
+            for rest in itertools.combinations(range(n), size):
+                full = [p for p in range(n) if p not in rest]
+                if any(sets[p] not in self.set_elems for p in full):
+                    continue
+                part = {tuple(k[p] for p in rest) for k in want}
+                count = len(part)
+                for p in full:
+                    count *= len(self.set_elems[sets[p]])
+                if count != len(want):
+                    continue
+                source = self._same_keys(part, tuple(sets[p] for p in rest))
+                if source is None:
+                    continue
+                expanded = set()
+                for combo in itertools.product(*(self.set_elems[sets[p]] for p in full)):
+                    for k in part:
+                        key = [""] * n
+                        for p, v in zip(full, combo, strict=True):
+                            key[p] = v
+                        for p, v in zip(rest, k, strict=True):
+                            key[p] = v
+                        expanded.add(tuple(key))
+                if expanded != want:
+                    continue
+                local = Namespace(set(self.ns.taken))
+                names = [local.claim_loop(sets[p]) for p in range(n)]
+                loops = [f"for {names[p]} in {self.set_ident[sets[p]]}" for p in full]
+                loops.append(f"for {', '.join(names[p] for p in rest)} in {source}")
+                return f"[({', '.join(names)}) {' '.join(loops)}]"
+        return None
 
     def _ref(self, vname: str) -> VarRef:
         g, k = self.var_of[vname]
