@@ -1,9 +1,12 @@
 """Load shifting under a block tariff (MILP): flexible jobs each need the energy of a stated run time (in minutes)
 at their full rate within their time window, at no more than that rate per hour, on top of a fixed base load and within the connection limit; every hour's load is billed by blocks
 whose prices depend on the hour's band: rising blocks in the peak (convex), falling blocks off-peak (a bulk
-discount, concave). A concave cost cannot be left to an LP, so each hour's load is split incrementally into
-blocks with one binary per block boundary: ``seg[h,k] >= width[k] * full[h,k]`` and
-``seg[h,k+1] <= width[k+1] * full[h,k]`` (a block fills only once the one before is full). Minimise the bill.
+discount, concave). ``run[j,h]`` is the share of hour h a job runs at full rate (``60 * sum_h run[j,h]`` is its
+run time in minutes, ``rate[j] * run[j,h]`` its energy). A concave cost cannot be left to an LP, so each hour's
+load is split incrementally into blocks with one binary per block boundary: ``seg[h,k] >= width[k] * full[h,k]``
+and ``seg[h,k+1] <= limit * full[h,k]`` (a block fills only once the one before is full; the connection limit
+caps the hour's total). Base loads are keyed by (band, hour), so an hour's cost row reads its band's prices.
+Minimise the bill.
 
 Feasible by construction: each job's run time is at most 80% of its window, and the connection limit covers
 the largest base load plus every job at full rate. Infeasible variant: one job's run time exceeds its window, so
@@ -56,7 +59,9 @@ class ElectricityTariff(Family):
         blocks = b.add_set("blocks", ["B1", "B2", "B3"], "tariff blocks, cheapest first off-peak")
         inner = b.add_set("boundaries", ["B1", "B2"], "blocks with a fixed size (the last runs to the limit)")
         b.add_set("bands", list(_BANDS), "tariff bands of the day")
-        b.add_param("base", data["base"], ("hours",), "energy", "fixed base load of an hour")
+        # Keyed by (band, hour): the hour's rows read their band's prices.
+        b.add_param("base", {(data["band"][h], h): data["base"][h] for h in hours}, ("bands", "hours"), "energy",
+                    "fixed base load of an hour (in its band)")
         for key, what in (("rate", "most energy per hour"), ("minutes", "run time at full rate"),
                           ("start", "first allowed hour"), ("end", "last allowed hour")):
             b.add_param(key, data[key], ("jobs",), "", f"{what} of a flexible load")
@@ -65,32 +70,36 @@ class ElectricityTariff(Family):
         b.add_param("price", {(bd, blk): data["price"][bd][k] for bd in _BANDS for k, blk in enumerate(blocks)},
                     ("bands", "blocks"), "money per energy", "price of a block in a band")
         b.add_param("limit", data["limit"], (), "energy", "connection limit per hour")
-        width = [*data["widths"], data["limit"] - sum(data["widths"])]
-        run = b.add_vars("run", ("jobs", "hours"), description="energy a flexible load uses in an hour")
+        run = b.add_vars("run", ("jobs", "hours"), ub=1,
+                         description="share of an hour a flexible load runs at full rate")
         seg = b.add_vars("block_use", ("hours", "blocks"), description="load of an hour billed in a block")
         full = b.add_vars("block_full", ("hours", "boundaries"), VarType.BINARY, description="1 if the block is full")
-        b.con_group("need", ("jobs",), "each flexible load gets its energy inside its window")
-        b.con_group("rate", ("jobs", "hours"), "within the rate inside the window, nothing outside")
-        for j in jobs:
-            inside = [h for k, h in enumerate(hours, 1) if data["start"][j] <= k <= data["end"][j]]
-            b.add_constr("need", (j,), [(run[(j, h)], 1) for h in inside], "==",
-                         data["rate"][j] * data["minutes"][j] / 60)
-            for h in hours:
-                b.add_constr("rate", (j, h), [(run[(j, h)], 1)], "<=", data["rate"][j] if h in inside else 0)
-        b.con_group("load_split", ("hours",), "the hour's load is the sum of its blocks")
-        b.con_group("fill_first", ("hours", "boundaries"), "a block marked full is full")
-        b.con_group("fill_next", ("hours", "blocks"), "a block is used only once the one before is full")
-        cost = []
-        for h in hours:
-            b.add_constr("load_split", (h,), [(seg[(h, k)], 1) for k in blocks] + [(run[(j, h)], -1) for j in jobs],
-                         "==", data["base"][h])
-            for k, blk in enumerate(blocks):
-                if blk in inner:
-                    b.add_constr("fill_first", (h, blk), [(seg[(h, blk)], 1), (full[(h, blk)], -width[k])], ">=", 0)
-                before = [(full[(h, blocks[k - 1])], -width[k])] if k else []
-                b.add_constr("fill_next", (h, blk), [(seg[(h, blk)], 1), *before], "<=", 0 if k else width[k])
-                cost.append((seg[(h, blk)], data["price"][data["band"][h]][k]))
-        b.set_objective("minimize", cost, description="electricity bill")
+        bill = b.add_vars("hour_cost", ("hours",), description="cost of an hour's load")
+        b.add_constrs("need", ("jobs",), "each flexible load runs its run time (in minutes)",
+                      lambda j: ([(run[(j, h)], 60) for h in hours], "==", data["minutes"][j]))
+        b.add_constrs("outside", ("jobs", "hours"), "no run outside the window",
+                      lambda j, h: ([(run[(j, h)], 1)], "==", 0),
+                      keys=[(j, h) for j in jobs for k, h in enumerate(hours, 1)
+                            if not data["start"][j] <= k <= data["end"][j]])
+        b.add_constrs("load_split", ("bands", "hours"), "the hour's load (base plus flexible) is the sum of its blocks",
+                      lambda bd, h: ([(seg[(h, k)], 1) for k in blocks]
+                                     + [(run[(j, h)], -data["rate"][j]) for j in jobs], "==", data["base"][h]),
+                      keys=[(data["band"][h], h) for h in hours])
+        b.add_constrs("connection", ("hours",), "the connection limit",
+                      lambda h: ([(seg[(h, k)], 1) for k in blocks], "<=", data["limit"]))
+        b.add_constrs("block_cap", ("hours", "boundaries"), "a block holds at most its size",
+                      lambda h, k: ([(seg[(h, k)], 1)], "<=", data["widths"][inner.index(k)]))
+        b.add_constrs("fill_first", ("hours", "boundaries"), "a block marked full is full",
+                      lambda h, k: ([(seg[(h, k)], 1), (full[(h, k)], -data["widths"][inner.index(k)])], ">=", 0))
+        b.add_constrs("fill_next", ("hours", "blocks", "blocks"),
+                      "a block is used only once the one before is full",
+                      lambda h, k, nxt: ([(seg[(h, nxt)], 1), (full[(h, k)], -data["limit"])], "<=", 0),
+                      keys=[(h, k, nxt) for h in hours for k, nxt in zip(inner, blocks[1:], strict=True)])
+        b.add_constrs("hour_cost", ("bands", "hours"), "an hour's blocks at its band's prices",
+                      lambda bd, h: ([(bill[(h,)], 1)] + [(seg[(h, blk)], -data["price"][bd][k])
+                                                          for k, blk in enumerate(blocks)], "==", 0),
+                      keys=[(data["band"][h], h) for h in hours])
+        b.set_objective("minimize", [(bill[(h,)], 1) for h in hours], description="electricity bill")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Fair workload (IP): give every task to one qualified member of staff (binary ``assign`` only on the qualified
 pairs), on top of the hours each already carries, so that the heaviest total load is as light as possible
 (min-max: an integer ``peak >= load`` of everyone). Each person works a percentage of a full-time contract, and
-their total load may not exceed that share of the full-time hours (``load <= pct / 100 * full_time``).
+their total load may not exceed that share of the full-time hours (``100 * load <= pct * full_time``).
 
 Every number of hours is a whole number, so loads are integers and the integer ``peak`` loses nothing.
 Feasible by construction: a planted assignment to qualified staff fits every contract (the full-time hours are
@@ -46,24 +46,24 @@ class FairWorkload(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         tasks, staff = b.elements("tasks", "staff")
-        pairs = b.add_set("qualified", [f"{t}__{s}" for t in tasks for s in data["qualified"][t]],
-                          "task-person pairs where the person is qualified")
         b.add_param("hours", data["hours"], ("tasks",), "hours", "hours a task takes")
         b.add_param("committed", data["committed"], ("staff",), "hours", "hours a person already carries")
         b.add_param("share_pct", data["share_pct"], ("staff",), "%", "contract as a percentage of full time")
         b.add_param("full_time", data["full_time"], (), "hours", "hours of a full-time contract")
-        x = b.add_vars("assign", ("qualified",), VarType.BINARY, description="1 if the person takes the task")
+        pairs = [(t, s) for t in tasks for s in data["qualified"][t]]
+        x = b.add_vars("assign", ("tasks", "staff"), VarType.BINARY, keys=pairs,
+                       description="1 if the person takes the task (qualified pairs only)")
+        load = b.add_vars("load", ("staff",), VarType.INTEGER, description="total load of a person", unit="hours")
         peak = b.add_var("peak", VarType.INTEGER, description="heaviest total load", unit="hours")
-        b.con_group("cover", ("tasks",), "every task goes to exactly one qualified person")
-        for t in tasks:
-            b.add_constr("cover", (t,), [(x[(p,)], 1) for p in pairs if p.startswith(f"{t}__")], "==", 1)
-        b.con_group("peak", ("staff",), "the peak is at least everyone's total load (min-max)")
-        b.con_group("contract", ("staff",), "total load within the contract's share of full time")
-        for s in staff:
-            mine = [(x[(p,)], data["hours"][p.split("__")[0]]) for p in pairs if p.endswith(f"__{s}")]
-            b.add_constr("peak", (s,), [(peak, 1)] + [(var, -h) for var, h in mine], ">=", data["committed"][s])
-            b.add_constr("contract", (s,), mine, "<=",
-                         data["share_pct"][s] / 100 * data["full_time"] - data["committed"][s])
+        b.add_constrs("cover", ("tasks",), "every task goes to exactly one qualified person",
+                      lambda t: ([(x[(t, s)], 1) for s in data["qualified"][t]], "==", 1))
+        b.add_constrs("load_def", ("staff",), "a person's load: committed hours plus the tasks taken",
+                      lambda s: ([(load[(s,)], 1)] + [(x[(t, s2)], -data["hours"][t]) for t, s2 in pairs if s2 == s],
+                                 "==", data["committed"][s]))
+        b.add_constrs("peak", ("staff",), "the peak is at least everyone's total load (min-max)",
+                      lambda s: ([(peak, 1), (load[(s,)], -1)], ">=", 0))
+        b.add_constrs("contract", ("staff",), "total load within the contract's share of full time",
+                      lambda s: ([(load[(s,)], 100)], "<=", data["share_pct"][s] * data["full_time"]))
         b.set_objective("minimize", [(peak, 1)], description="heaviest load")
         return b.build()
 

@@ -3,13 +3,15 @@ works twice a day or on a day off, nobody works the first shift of a day after t
 before, and nobody exceeds a cap on shifts; minimise wages (hourly rate x shift hours).
 
 ``work[n, d, s]`` binary; the coverage rows are set covering; the rest rule is an if-then row
-``work[n, d, night] + work[n, d+1, first] <= 1``. Feasible by construction: a hidden roster that keeps every rule
+``work[n, d, night] + work[n, d+1, first] <= 1`` (one per person and pair of consecutive days); ``paid[n]`` sums
+a person's shift hours, billed at their hourly rate. Feasible by construction: a hidden roster that keeps every rule
 is drawn first, and the minimum head counts and caps are at most what it provides. Infeasible variant: one shift
 asks for more staff than are available that day, and each person works at most one shift a day.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -54,22 +56,26 @@ class NurseRostering(Family):
         b.add_param("hours", data["hours"], ("shifts",), "hours", "length of a shift")
         b.add_param("wage", data["wage"], ("staff",), "money per hour", "hourly rate")
         x = b.add_vars("work", ("staff", "days", "shifts"), VarType.BINARY, description="1 if the person works it")
-        b.con_group("cover", ("days", "shifts"), "every shift has its minimum head count (covering)")
-        for d in days:
-            for s in shifts:
-                b.add_constr("cover", (d, s), [(x[(p, d, s)], 1) for p in staff], ">=", need[d][s])
-        b.con_group("daily", ("staff", "days"), "at most one shift a day, none on a day off")
-        b.con_group("rest", ("staff", "days"), "no first shift right after a night shift (if-then)")
-        b.con_group("cap", ("staff",), "no more shifts than a person's cap")
-        first, night = shifts[0], shifts[-1]
-        for p in staff:
-            for i, d in enumerate(days):
-                b.add_constr("daily", (p, d), [(x[(p, d, s)], 1) for s in shifts], "<=", int([p, d] not in data["off"]))
-                if i + 1 < len(days):
-                    b.add_constr("rest", (p, d), [(x[(p, d, night)], 1), (x[(p, days[i + 1], first)], 1)], "<=", 1)
-            b.add_constr("cap", (p,), [(x[(p, d, s)], 1) for d in days for s in shifts], "<=", data["cap"][p])
-        b.set_objective("minimize", [(x[(p, d, s)], data["wage"][p] * data["hours"][s]) for p in staff
-                                     for d in days for s in shifts], description="wages (rate x shift hours)")
+        paid = b.add_vars("paid", ("staff",), VarType.INTEGER, description="hours a person is paid for", unit="hours")
+        b.add_constrs("cover", ("days", "shifts"), "every shift has its minimum head count (covering)",
+                      lambda d, s: ([(x[(p, d, s)], 1) for p in staff], ">=", need[d][s]))
+        b.add_constrs("daily", ("staff", "days"), "at most one shift a day",
+                      lambda p, d: ([(x[(p, d, s)], 1) for s in shifts], "<=", 1))
+        b.add_constrs("off", ("staff", "days"), "no shift on a day off",
+                      lambda p, d: ([(x[(p, d, s)], 1) for s in shifts], "==", 0), keys=data["off"])
+        night = b.add_set("night", shifts[-1:], "the night shift")
+        first = b.add_set("first", shifts[:1], "the first shift of a day")
+        b.add_constrs("rest", ("staff", "days", "days", "night", "first"),
+                      "no first shift right after a night shift (if-then)",
+                      lambda p, d, d2, n, f: ([(x[(p, d, n)], 1), (x[(p, d2, f)], 1)], "<=", 1),
+                      keys=[(p, d, d2, *night, *first) for p in staff for d, d2 in pairwise(days)])
+        b.add_constrs("cap", ("staff",), "no more shifts than a person's cap",
+                      lambda p: ([(x[(p, d, s)], 1) for d in days for s in shifts], "<=", data["cap"][p]))
+        b.add_constrs("paid_hours", ("staff",), "paid hours are the hours of the shifts worked",
+                      lambda p: ([(paid[(p,)], 1)] + [(x[(p, d, s)], -data["hours"][s]) for d in days for s in shifts],
+                                 "==", 0))
+        b.set_objective("minimize", [(paid[(p,)], data["wage"][p]) for p in staff],
+                        description="wages (rate x paid hours)")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

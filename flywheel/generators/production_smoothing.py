@@ -11,6 +11,7 @@ stock plus the capacity of all periods, which bounds what can ever be delivered.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -42,15 +43,19 @@ class ProductionSmoothing(Family):
         make = b.add_vars("make", ("periods",), ub=data["capacity"], description="output of a period")
         stock = b.add_vars("stock", ("periods",), description="stock at the end of a period")
         change = b.add_vars("change", ("periods",), lb=None, description="output change from the period before")
-        b.con_group("balance", ("periods",), "stock carried plus output minus demand")
-        b.con_group("change_def", ("periods",), "change is output minus the previous output")
-        for k, t in enumerate(periods):
-            before = [(stock[(periods[k - 1],)], -1)] if k else []
-            b.add_constr("balance", (t,), [(stock[(t,)], 1), (make[(t,)], -1), *before], "==",
-                         (0 if k else data["opening"]) - data["demand"][t])
-            prev = [(make[(periods[k - 1],)], -1)] if k else []
-            b.add_constr("change_def", (t,), [(change[(t,)], 1), (make[(t,)], -1), *prev], "==",
-                         0 if k else -data["last_level"])
+        first = periods[0]
+        steps = list(pairwise(periods))
+        b.con_group("balance_first", (), "the first period starts from the opening stock")
+        b.add_constr("balance_first", (), [(stock[(first,)], 1), (make[(first,)], -1)], "==",
+                     data["opening"] - data["demand"][first])
+        b.add_constrs("balance", ("periods", "periods"), "stock carried plus output minus demand",
+                      lambda prev, t: ([(stock[(t,)], 1), (make[(t,)], -1), (stock[(prev,)], -1)], "==",
+                                       -data["demand"][t]), keys=steps)
+        b.con_group("change_first", (), "the first change is against last period's output")
+        b.add_constr("change_first", (), [(change[(first,)], 1), (make[(first,)], -1)], "==", -data["last_level"])
+        b.add_constrs("change_def", ("periods", "periods"), "change is output minus the previous output",
+                      lambda prev, t: ([(change[(t,)], 1), (make[(t,)], -1), (make[(prev,)], 1)], "==", 0),
+                      keys=steps)
         holding = data["holding_pct"] / 100 * data["unit_cost"]
         b.set_objective("minimize", [(make[(t,)], data["unit_cost"]) for t in periods] +
                         [(stock[(t,)], holding) for t in periods],

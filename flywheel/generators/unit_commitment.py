@@ -9,6 +9,7 @@ exceeds the sum of all units' maxima.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -49,15 +50,17 @@ class UnitCommitment(Family):
         st = b.add_vars("start", ("units", "periods"), VarType.BINARY, description="1 if the unit is switched on")
         b.add_constrs("demand", ("periods",), "output meets demand every hour",
                       lambda t: ([(p[(u, t)], 1) for u in units], ">=", data["demand"][t]))
-        b.con_group("max_output", ("units", "periods"), "output only when on, up to the maximum")
-        b.con_group("min_output", ("units", "periods"), "a running unit produces at least its minimum")
-        b.con_group("startup", ("units", "periods"), "switching on (off before, on now) incurs a start-up")
-        for u in units:
-            for i, t in enumerate(periods):
-                b.add_constr("max_output", (u, t), [(p[(u, t)], 1), (on[(u, t)], -data["pmax"][u])], "<=", 0)
-                b.add_constr("min_output", (u, t), [(p[(u, t)], 1), (on[(u, t)], -data["pmin"][u])], ">=", 0)
-                prev = [(on[(u, periods[i - 1])], 1)] if i else []
-                b.add_constr("startup", (u, t), [(st[(u, t)], 1), (on[(u, t)], -1)] + prev, ">=", 0)
+        b.add_constrs("max_output", ("units", "periods"), "output only when on, up to the maximum",
+                      lambda u, t: ([(p[(u, t)], 1), (on[(u, t)], -data["pmax"][u])], "<=", 0))
+        b.add_constrs("min_output", ("units", "periods"), "a running unit produces at least its minimum",
+                      lambda u, t: ([(p[(u, t)], 1), (on[(u, t)], -data["pmin"][u])], ">=", 0))
+        b.add_constrs("startup_first", ("units", "periods"), "a unit on in the first hour was switched on (all off)",
+                      lambda u, t: ([(st[(u, t)], 1), (on[(u, t)], -1)], ">=", 0),
+                      keys=[(u, periods[0]) for u in units])
+        b.add_constrs("startup", ("units", "periods", "periods"),
+                      "switching on (off before, on now) incurs a start-up",
+                      lambda u, prev, t: ([(st[(u, t)], 1), (on[(u, t)], -1), (on[(u, prev)], 1)], ">=", 0),
+                      keys=[(u, prev, t) for u in units for prev, t in pairwise(periods)])
         b.set_objective("minimize", [(p[(u, t)], data["marginal"][u]) for u in units for t in periods]
                         + [(on[(u, t)], data["fixed"][u]) for u in units for t in periods]
                         + [(st[(u, t)], data["startup"][u]) for u in units for t in periods],
