@@ -55,11 +55,11 @@ class AssemblyLineBalancing(Family):
         b = self.builder(data)
         (tasks,) = b.elements("tasks")
         stations = b.add_set("stations", [f"S{k + 1}" for k in range(data["stations"])], "stations in line order")
-        pairs = [(a, c) for c, before in data["after"].items() for a in before]
-        b.add_set("precedences", [f"{a}__{c}" for a, c in pairs], "task pairs: the first must come no later")
         b.add_param("time", data["time"], ("tasks",), "seconds", "time of a task")
-        b.add_param("stations", data["stations"], (), "stations", "number of stations")
+        b.add_param("n_stations", data["stations"], (), "stations", "number of stations")
         b.add_param("max_cycle", data["max_cycle"], (), "minutes", "longest allowed cycle time")
+        position = {s: k + 1 for k, s in enumerate(stations)}
+        b.add_param("position", position, ("stations",), "", "number of a station along the line (1 = first)")
         x = b.add_vars("assign", ("tasks", "stations"), VarType.BINARY, description="1 if the task is at the station")
         cycle = b.add_var("cycle", description="cycle time: the largest station load", unit="seconds")
         b.con_group("assign", ("tasks",), "every task at exactly one station")
@@ -68,10 +68,10 @@ class AssemblyLineBalancing(Family):
         b.con_group("load", ("stations",), "the cycle time is at least every station's load (min-max)")
         for s in stations:
             b.add_constr("load", (s,), [(x[(t, s)], data["time"][t]) for t in tasks] + [(cycle, -1)], "<=", 0)
-        b.con_group("precedence", ("precedences",), "a task's station is no later than its successor's")
-        for a, c in pairs:
-            b.add_constr("precedence", (f"{a}__{c}",), [(x[(a, s)], k + 1) for k, s in enumerate(stations)]
-                         + [(x[(c, s)], -(k + 1)) for k, s in enumerate(stations)], "<=", 0)
+        b.add_constrs("precedence", ("tasks", "tasks"), "a task's station is no later than its successor's",
+                      lambda a, c: ([(x[(a, s)], position[s]) for s in stations]
+                                    + [(x[(c, s)], -position[s]) for s in stations], "<=", 0),
+                      keys=[(a, c) for c, before in data["after"].items() for a in before])
         # Valid but not implied by the LP relaxation (which may split a task): a tighter bound, a faster proof.
         b.con_group("longest_task", (), "the cycle time is at least the longest task")
         b.add_constr("longest_task", (), [(cycle, 1)], ">=", max(data["time"].values()))
@@ -90,6 +90,7 @@ class AssemblyLineBalancing(Family):
         )
         rule = f"A task may not sit at a {st} earlier in the line than a task it needs (the same {st} is fine)."
         limit = f"The cycle time may not exceed {number_text(data['max_cycle'])} minutes."
-        count = f"{number_text(data['stations'])} {plural(st)} in a row"
+        numbers = join([number_text(k + 1) for k in range(data["stations"])])
+        count = f"{number_text(data['stations'])} {plural(st)} in a row, numbered {numbers} along the line"
         rows = [[t, data["time"][t], join(data["after"].get(t, [])) or "-"] for t in tasks]
         return {"count": count, "limit": limit, "order": order, "rows": rows, "rule": rule, "st": st, "times": times}

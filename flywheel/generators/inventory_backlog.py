@@ -2,13 +2,16 @@
 or late (backlogged, at a penalty per unit per period), within production capacity; all backlog must be cleared
 by the end. Each period balances: ``stock[t] - backlog[t] = stock[t-1] - backlog[t-1] + make[t] - demand[t]``.
 
-Holding cost is quoted as a percentage of the unit's value per period (coefficient value * percent / 100).
+Holding cost is quoted as a percentage of the unit's value per period (a derived ``holding_cost``, value * percent
+/ 100). The first period balances with the opening stock (a variable fixed to the stated one) in place of the period
+before.
 Feasible by construction: total capacity exceeds total demand. Infeasible variant: the last period's demand
 grows beyond everything the plant can make over the horizon (plus the opening stock).
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -39,19 +42,24 @@ class InventoryBacklog(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (periods,) = b.elements("periods")
+        hold = data["value"] * data["hold_pct"] / 100
+        b.add_param("holding_cost", hold, (), "money per unit per period", "unit_value x hold_pct / 100", derived=True)
         make = b.add_vars("make", ("periods",), description="units made in a period")
         stock = b.add_vars("stock", ("periods",), description="units in stock at the end of a period")
         late = b.add_vars("backlog", ("periods",), description="units owed to customers at the end of a period")
-        b.con_group("balance", ("periods",), "stock minus backlog carries over, plus production, minus demand")
-        b.con_group("capacity", ("periods",), "production within capacity")
-        for i, t in enumerate(periods):
-            prev = [(stock[(periods[i - 1],)], -1), (late[(periods[i - 1],)], 1)] if i else []
-            rhs = -data["demand"][t] + (0 if i else data["opening"])
-            b.add_constr("balance", (t,), [(stock[(t,)], 1), (late[(t,)], -1), (make[(t,)], -1)] + prev, "==", rhs)
-            b.add_constr("capacity", (t,), [(make[(t,)], 1)], "<=", data["capacity"][t])
-        b.con_group("clear", (), "no backlog left at the end")
-        b.add_constr("clear", (), [(late[(periods[-1],)], 1)], "<=", 0)
-        hold = data["value"] * data["hold_pct"] / 100
+        start = b.add_var("start_stock", description="stock at the start")
+        b.add_constrs("start_stock", (), "the opening stock is the one given",
+                      lambda: ([(start, 1)], "==", data["opening"]))
+        b.add_constrs("balance_first", ("periods",), "opening stock, plus production, minus demand: stock minus backlog",
+                      lambda t: ([(start, 1), (make[(t,)], 1), (stock[(t,)], -1), (late[(t,)], 1)], "==",
+                                 data["demand"][t]), keys=periods[:1])
+        b.add_constrs("balance", ("periods", "periods"), "stock minus backlog carries over, plus production, minus demand",
+                      lambda prev, t: ([(stock[(prev,)], 1), (late[(prev,)], -1), (make[(t,)], 1), (stock[(t,)], -1),
+                                        (late[(t,)], 1)], "==", data["demand"][t]),
+                      keys=list(pairwise(periods)))
+        b.add_constrs("capacity", ("periods",), "production within capacity",
+                      lambda t: ([(make[(t,)], 1)], "<=", data["capacity"][t]))
+        b.add_constrs("clear", (), "no backlog left at the end", lambda: ([(late[(periods[-1],)], 1)], "<=", 0))
         b.set_objective("minimize", [(make[(t,)], data["make_cost"][t]) for t in periods]
                         + [(stock[(t,)], hold) for t in periods]
                         + [(late[(t,)], data["backlog_cost"]) for t in periods],

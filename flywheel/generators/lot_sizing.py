@@ -1,5 +1,7 @@
 """Multi-period lot sizing (MILP): when and how much of each product to make, trading setup costs against holding
-inventory, under a shared per-period capacity.
+inventory, under a shared per-period capacity. Each period balances: stock of the period before + production -
+demand = stock; the first period uses the opening stock (a variable fixed to the stated one) in its place.
+A setup allows production up to the period's capacity (the big-M).
 
 Capacity is raised wherever cumulative capacity would fall short of cumulative net demand, which (one shared
 resource, unit rates) is exactly the condition for a feasible plan. Infeasible variant: a first-period demand that
@@ -8,6 +10,7 @@ exceeds the first period's capacity plus the opening stock.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -47,26 +50,22 @@ class LotSizing(Family):
         make = b.add_vars("make", ("products", "periods"), description="units produced", unit="units")
         stock = b.add_vars("stock", ("products", "periods"), description="units held at the end of a period",
                            unit="units")
+        opening = b.add_vars("opening", ("products",), description="stock at the start", unit="units")
         setup = b.add_vars("setup", ("products", "periods"), VarType.BINARY,
                            description="1 if the product is set up (made) in the period")
-        b.con_group("balance", ("products", "periods"), "previous stock + production - demand = stock")
-        for p in products:
-            for k, t in enumerate(periods):
-                terms = [(make[(p, t)], 1), (stock[(p, t)], -1)]
-                if k:
-                    terms.append((stock[(p, periods[k - 1])], 1))
-                rhs = data["demand"][p][t] - (data["initial"][p] if k == 0 else 0)
-                b.add_constr("balance", (p, t), terms, "==", rhs)
-        # Big-M of the setup link: never more than the period's capacity nor the demand still to come (making
-        # more would only add stock nobody needs). The tighter M is, the stronger the LP relaxation.
-        big_m = {(p, t): min(data["capacity"][t], sum(data["demand"][p][u] for u in periods[k:]))
-                 for p in products for k, t in enumerate(periods)}
-        b.add_param("big_m", big_m, ("products", "periods"), "units", "most worth making of a product in a period",
-                    derived=True)
-        b.con_group("setup_link", ("products", "periods"), "production only in periods with a setup")
-        for p in products:
-            for t in periods:
-                b.add_constr("setup_link", (p, t), [(make[(p, t)], 1), (setup[(p, t)], -big_m[(p, t)])], "<=", 0)
+        b.add_constrs("opening", ("products",), "the opening stock is the one given",
+                      lambda p: ([(opening[(p,)], 1)], "==", data["initial"][p]))
+        first = periods[0]
+        b.add_constrs("balance_first", ("products", "periods"), "opening stock + production - demand = stock",
+                      lambda p, t: ([(opening[(p,)], 1), (make[(p, t)], 1), (stock[(p, t)], -1)], "==",
+                                    data["demand"][p][t]), keys=[(p, first) for p in products])
+        b.add_constrs("balance", ("products", "periods", "periods"), "previous stock + production - demand = stock",
+                      lambda p, prev, t: ([(stock[(p, prev)], 1), (make[(p, t)], 1), (stock[(p, t)], -1)], "==",
+                                          data["demand"][p][t]),
+                      keys=[(p, prev, t) for p in products for prev, t in pairwise(periods)])
+        # Big-M of the setup link: the period's capacity (no product is made beyond it anyway).
+        b.add_constrs("setup_link", ("products", "periods"), "production only in periods with a setup",
+                      lambda p, t: ([(make[(p, t)], 1), (setup[(p, t)], -data["capacity"][t])], "<=", 0))
         b.add_constrs("capacity", ("periods",), "total production within the period's capacity",
                       lambda t: ([(make[(p, t)], 1) for p in products], "<=", data["capacity"][t]))
         b.set_objective("minimize", [(setup[(p, t)], data["setup_cost"][p]) for p in products for t in periods]

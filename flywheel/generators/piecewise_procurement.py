@@ -1,15 +1,17 @@
 """Procurement with quantity discounts (MILP): buy enough of each material to cover demand, where every supplier
 prices by volume tiers, so cost is piecewise linear and concave in the quantity (cheaper per unit beyond each
-breakpoint). Concave costs cannot be left to an LP; the lambda (convex-combination) formulation with one binary
-per segment (an SOS2 condition written with binaries) makes the cost exact.
+breakpoint). Concave costs cannot be left to an LP; the incremental formulation with one binary per tier makes the
+cost exact.
 
-For every supplier s: quantity q = sum_k lambda_k * B_k, cost = sum_k lambda_k * C(B_k), sum_k lambda_k = 1,
-lambda_k <= z_{k-1} + z_k, sum_k z_k = 1 (z: the active segment). Feasible by construction: the suppliers'
-largest breakpoints together exceed demand. Infeasible variant: demand above every supplier's largest tier.
+For every supplier s and tier t: ``buy[s,t]`` units at the tier's price, at most the tier's size and only if the
+tier is used (``buy[s,t] <= size[s,t] use[s,t]``); a tier is used only once the tier before it is full
+(``buy[s,t] >= size[s,t] use[s,t']`` for consecutive tiers t, t'). Feasible by construction: the suppliers' tiers
+together exceed demand. Infeasible variant: demand above the sum of every supplier's tiers.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -17,6 +19,12 @@ import numpy as np
 from flywheel.generators._text import names
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
+
+
+def _sizes(data: dict[str, Any], s: str) -> list[int]:
+    """Units in each of supplier ``s``'s tiers (the widths between its breakpoints)."""
+    breaks = [0] + list(data["breaks"][s])
+    return [hi - lo for lo, hi in pairwise(breaks)]
 
 
 @register
@@ -40,53 +48,35 @@ class PiecewiseProcurement(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (suppliers,) = b.elements("suppliers")
-        tiers = len(data["breaks"][suppliers[0]])
-        b.add_set("tiers", [f"T{k + 1}" for k in range(tiers)], "price tiers (segments)")
-        b.add_set("points", [f"P{k}" for k in range(tiers + 1)], "breakpoints, P0 = nothing bought")
-        b.add_param("breaks", {(s, f"T{k + 1}"): data["breaks"][s][k] for s in suppliers for k in range(tiers)},
-                    ("suppliers", "tiers"), "units", "upper end of a tier")
-        b.add_param("prices", {(s, f"T{k + 1}"): data["prices"][s][k] for s in suppliers for k in range(tiers)},
+        tiers = b.add_set("tiers", [f"T{k + 1}" for k in range(len(data["prices"][suppliers[0]]))],
+                          "price tiers, in order")
+        b.add_param("prices", {(s, t): data["prices"][s][k] for s in suppliers for k, t in enumerate(tiers)},
                     ("suppliers", "tiers"), "money per unit", "unit price within a tier")
+        size = {(s, t): w for s in suppliers for t, w in zip(tiers, _sizes(data, s), strict=True)}
+        b.add_param("size", size, ("suppliers", "tiers"), "units", "units in a tier")
         b.add_param("demand", data["demand"], (), "units", "quantity needed in total")
-        lam = b.add_vars("weight", ("suppliers", "points"), ub=1, description="convex weight of a breakpoint")
-        seg = b.add_vars("segment", ("suppliers", "tiers"), VarType.BINARY, description="1 if the tier is active")
-        b.con_group("convexity", ("suppliers",), "breakpoint weights sum to one")
-        b.con_group("one_segment", ("suppliers",), "exactly one active tier per supplier")
-        b.con_group("adjacent", ("suppliers", "points"), "only the two ends of the active tier carry weight (SOS2)")
-        cost_terms, qty_terms = [], []
-        for s in suppliers:
-            points = [0] + data["breaks"][s]
-            cost = [0.0]
-            for k in range(tiers):
-                cost.append(cost[-1] + data["prices"][s][k] * (points[k + 1] - points[k]))
-            b.add_constr("convexity", (s,), [(lam[(s, f"P{k}")], 1) for k in range(tiers + 1)], "==", 1)
-            b.add_constr("one_segment", (s,), [(seg[(s, f"T{k + 1}")], 1) for k in range(tiers)], "==", 1)
-            for k in range(tiers + 1):
-                near = [seg[(s, f"T{j + 1}")] for j in (k - 1, k) if 0 <= j < tiers]
-                b.add_constr("adjacent", (s, f"P{k}"), [(lam[(s, f"P{k}")], 1)] + [(z, -1) for z in near], "<=", 0)
-            qty_terms += [(lam[(s, f"P{k}")], points[k]) for k in range(1, tiers + 1)]
-            cost_terms += [(lam[(s, f"P{k}")], cost[k]) for k in range(1, tiers + 1)]
-        b.con_group("demand", (), "total quantity bought covers demand")
-        b.add_constr("demand", (), qty_terms, ">=", data["demand"])
-        b.set_objective("minimize", cost_terms, description="total purchase cost")
+        buy = b.add_vars("buy", ("suppliers", "tiers"), description="units bought at a tier's price", unit="units")
+        use = b.add_vars("use", ("suppliers", "tiers"), VarType.BINARY, description="1 if the tier is used")
+        b.add_constrs("tier_size", ("suppliers", "tiers"), "a tier holds at most its size, and only if used",
+                      lambda s, t: ([(buy[(s, t)], 1), (use[(s, t)], -size[(s, t)])], "<=", 0))
+        b.add_constrs("fill_order", ("suppliers", "tiers", "tiers"), "a tier is used only once the one before is full",
+                      lambda s, t, nxt: ([(buy[(s, t)], 1), (use[(s, nxt)], -size[(s, t)])], ">=", 0),
+                      keys=[(s, t, nxt) for s in suppliers for t, nxt in pairwise(tiers)])
+        b.add_constrs("demand", (), "total quantity bought covers demand",
+                      lambda: ([(buy[k], 1) for k in buy], ">=", data["demand"]))
+        b.set_objective("minimize", [(buy[(s, t)], data["prices"][s][k]) for s in suppliers for k, t in enumerate(tiers)],
+                        description="total purchase cost")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:
         suppliers = data["suppliers"]
         item = v["item"]
         def tiers_of(s: str) -> str:
-            lo, out = 0, []
-            for hi, price in zip(data["breaks"][s], data["prices"][s], strict=True):
-                out.append(f"${number_text(price)} each from {number_text(lo)} up to {number_text(hi)}")
-                lo = hi
-            return ", ".join(out)
+            return ", ".join(f"${number_text(price)} each for the {'first' if k == 0 else 'next'} {number_text(size)}"
+                             for k, (size, price) in enumerate(zip(_sizes(data, s), data["prices"][s], strict=True)))
         offers = "; ".join(f"{s} charges {tiers_of(s)}" for s in suppliers)
         need = f"{number_text(data['demand'])} {item}"
         limit = "No supplier can deliver beyond its last tier."
-        rows = []
-        for s in suppliers:
-            lo = 0
-            for hi, price in zip(data["breaks"][s], data["prices"][s], strict=True):
-                rows.append([s, lo, hi, price])
-                lo = hi
+        rows = [[s, f"tier {k + 1}", size, price] for s in suppliers
+                for k, (size, price) in enumerate(zip(_sizes(data, s), data["prices"][s], strict=True))]
         return {"limit": limit, "need": need, "offers": offers, "rows": rows}

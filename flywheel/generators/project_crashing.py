@@ -1,11 +1,11 @@
 """Project crashing (LP): activities with precedences, a normal and a crash (shortest) duration and a cost per
 day saved; shorten ("crash") activities so the project finishes by its deadline at the least cost.
 
-``start[a] >= 0``; ``cut[a]`` in [0, normal - crash] days is how much an activity is shortened; a precedence
-``a -> b`` means ``start[b] >= start[a] + normal[a] - cut[a]``; every activity ends by the deadline. Crash costs
-are stated in thousands of dollars per day and kept so (the objective is in thousands). Feasible by construction:
-the deadline is at least the longest path with every activity crashed. Infeasible variant: the deadline is
-shorter than that path, which no amount of crashing can beat.
+``start[a] >= 0``; ``cut[a] >= 0`` days is how much an activity is shortened, ``duration[a] = normal[a] - cut[a]``
+at least the crash duration; a precedence ``a -> b`` means ``start[b] >= start[a] + duration[a]``; every activity
+ends by the deadline. Crash costs are stated in thousands of dollars per day and kept so (the objective is in
+thousands). Feasible by construction: the deadline is at least the longest path with every activity crashed.
+Infeasible variant: the deadline is shorter than that path, which no amount of crashing can beat.
 """
 
 from __future__ import annotations
@@ -48,25 +48,23 @@ class ProjectCrashing(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (acts,) = b.elements("activities")
-        links = [(p, a) for a in acts for p in data["pred"][a]]
-        b.add_set("links", [f"{p}__{a}" for p, a in links], "precedences Before__After")
         for name, unit, text in (("normal", "days", "duration without crashing"),
                                  ("crash", "days", "shortest possible duration"),
                                  ("cost", "thousand $ per day", "cost of shortening by one day")):
             b.add_param(name, data[name], ("activities",), unit, text)
         b.add_param("deadline", data["deadline"], (), "days", "latest allowed finish")
         start = b.add_vars("start", ("activities",), description="start day", unit="days")
+        dur = b.add_vars("duration", ("activities",), description="duration after crashing", unit="days")
         cut = b.add_vars("cut", ("activities",), description="days an activity is shortened", unit="days")
-        b.con_group("crash_limit", ("activities",), "no activity shorter than its crash duration")
-        b.con_group("finish", ("activities",), "every activity ends by the deadline")
-        for a in acts:
-            b.add_constr("crash_limit", (a,), [(cut[(a,)], 1)], "<=", data["normal"][a] - data["crash"][a])
-            b.add_constr("finish", (a,), [(start[(a,)], 1), (cut[(a,)], -1)], "<=",
-                         data["deadline"] - data["normal"][a])
-        b.con_group("precedence", ("links",), "an activity starts once its predecessor has ended")
-        for p, a in links:
-            b.add_constr("precedence", (f"{p}__{a}",), [(start[(a,)], 1), (start[(p,)], -1), (cut[(p,)], 1)],
-                         ">=", data["normal"][p])
+        b.add_constrs("shorten", ("activities",), "the duration is the normal one less the days cut",
+                      lambda a: ([(dur[(a,)], 1), (cut[(a,)], 1)], "==", data["normal"][a]))
+        b.add_constrs("crash_limit", ("activities",), "no activity shorter than its crash duration",
+                      lambda a: ([(dur[(a,)], 1)], ">=", data["crash"][a]))
+        b.add_constrs("finish", ("activities",), "every activity ends by the deadline",
+                      lambda a: ([(start[(a,)], 1), (dur[(a,)], 1)], "<=", data["deadline"]))
+        b.add_constrs("precedence", ("activities", "activities"), "an activity starts once its predecessor has ended",
+                      lambda p, a: ([(start[(a,)], 1), (start[(p,)], -1), (dur[(p,)], -1)], ">=", 0),
+                      keys=[(p, a) for a in acts for p in data["pred"][a]])
         b.set_objective("minimize", [(cut[(a,)], data["cost"][a]) for a in acts],
                         description="crashing cost (thousand $)")
         return b.build()

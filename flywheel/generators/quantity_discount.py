@@ -2,10 +2,11 @@
 the price of *every* unit drops once the order reaches a tier's threshold, within one storage room.
 
 The cost is piecewise linear and discontinuous in the quantity, so each (item, tier) gets a binary ``y`` and a
-quantity ``q``: ``start_k y_k <= q_k <= start_{k+1} y_k`` (big-M for the top tier: the most that fits the store,
-``1000 capacity / volume``), at most one tier per item, ``sum_k q_k >= demand``. A quantity exactly at a threshold
-may sit in the dearer tier below it, but never does at an optimum (the next tier is cheaper). Volumes are litres
-per unit and the store is in cubic metres (coefficient ``volume / 1000``).
+quantity ``q``: ``start_k y_k <= q_k <= start_{k+1} y_k``, and ``volume q_k <= 1000 capacity y_k`` (the big-M that
+bounds the top tier: the most that fits the store), at most one tier per item, ``sum_k q_k >= demand``. A quantity
+exactly at a threshold may sit in the dearer tier below it, but never does at an optimum (the next tier is
+cheaper). Volumes are litres per unit and the store is in cubic metres (a derived copy in litres, 1000 a cubic
+metre).
 
 Feasible by construction: the store holds 130-180% of the volume of the demands (buying exactly the demand, in
 whichever tier its size falls, fits). Infeasible variant: the store is shrunk below the volume of the demands,
@@ -15,6 +16,7 @@ which must all be bought.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -22,14 +24,6 @@ import numpy as np
 from flywheel.generators._text import listing, names
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
-
-
-def _upper(data: dict[str, Any], item: str, k: int) -> float:
-    """The largest quantity tier ``k`` applies to: the next threshold, or all the store can hold (the big-M)."""
-    starts = data["start"][item]
-    if k + 1 < len(starts):
-        return starts[k + 1]
-    return math.floor(1000 * data["capacity"] / data["volume"][item])
 
 
 @register
@@ -60,32 +54,33 @@ class QuantityDiscount(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (items,) = b.elements("items")
-        tiers = [f"T{k + 1}" for k in range(len(data["price"][items[0]]))]
-        b.add_set("tiers", tiers, "price tiers, cheapest last")
+        tiers = b.add_set("tiers", [f"T{k + 1}" for k in range(len(data["price"][items[0]]))],
+                          "price tiers, cheapest last")
         b.add_param("demand", data["demand"], ("items",), "units", "quantity of an item needed")
         b.add_param("volume", data["volume"], ("items",), "litres per unit", "storage volume of one unit")
-        b.add_param("start", {(i, t): data["start"][i][k] for i in items for k, t in enumerate(tiers)},
-                    ("items", "tiers"), "units", "smallest order that gets a tier's price")
+        # The thresholds above the first tier's 0 (a sparse parameter: its keys are also the tiers with a threshold).
+        start = {(i, t): data["start"][i][k] for i in items for k, t in enumerate(tiers) if k}
+        b.add_param("start", start, ("items", "tiers"), "units", "smallest order that gets a tier's price")
         b.add_param("price", {(i, t): data["price"][i][k] for i in items for k, t in enumerate(tiers)},
                     ("items", "tiers"), "money per unit", "price of every unit when the order is in a tier")
         b.add_param("capacity", data["capacity"], (), "cubic metres", "storage room volume")
-        b.add_param("big_m", {i: _upper(data, i, len(tiers) - 1) for i in items}, ("items",), "units",
-                    "most of an item the store can hold (top tier's upper end)", derived=True)
+        litres = 1000 * data["capacity"]
+        b.add_param("capacity_litres", litres, (), "litres", "storage room volume in litres", derived=True)
         q = b.add_vars("buy", ("items", "tiers"), description="quantity bought at a tier's price", unit="units")
         y = b.add_vars("tier", ("items", "tiers"), VarType.BINARY, description="1 if the item's order is in the tier")
-        b.con_group("tier_start", ("items", "tiers"), "an order in a tier reaches the tier's threshold")
-        b.con_group("tier_end", ("items", "tiers"), "an order in a tier stays within it (big-M on the top tier)")
-        b.con_group("one_tier", ("items",), "each item's order falls in at most one tier")
-        b.con_group("demand", ("items",), "each item's demand is covered")
-        for i in items:
-            for k, t in enumerate(tiers):
-                b.add_constr("tier_start", (i, t), [(q[(i, t)], 1), (y[(i, t)], -data["start"][i][k])], ">=", 0)
-                b.add_constr("tier_end", (i, t), [(q[(i, t)], 1), (y[(i, t)], -_upper(data, i, k))], "<=", 0)
-            b.add_constr("one_tier", (i,), [(y[(i, t)], 1) for t in tiers], "<=", 1)
-            b.add_constr("demand", (i,), [(q[(i, t)], 1) for t in tiers], ">=", data["demand"][i])
-        b.con_group("storage", (), "everything bought fits the store (litres / 1000 = cubic metres)")
-        b.add_constr("storage", (), [(q[(i, t)], data["volume"][i] / 1000) for i in items for t in tiers], "<=",
-                     data["capacity"])
+        b.add_constrs("tier_start", ("items", "tiers"), "an order in a tier reaches the tier's threshold",
+                      lambda i, t: ([(q[(i, t)], 1), (y[(i, t)], -start[(i, t)])], ">=", 0), keys=list(start))
+        b.add_constrs("tier_end", ("items", "tiers", "tiers"), "an order in a tier stays below the next threshold",
+                      lambda i, t, nxt: ([(q[(i, t)], 1), (y[(i, t)], -start[(i, nxt)])], "<=", 0),
+                      keys=[(i, t, nxt) for i in items for t, nxt in pairwise(tiers)])
+        b.add_constrs("tier_fit", ("items", "tiers"), "an order in a tier fits the store; none outside its tier (big-M)",
+                      lambda i, t: ([(q[(i, t)], data["volume"][i]), (y[(i, t)], -litres)], "<=", 0))
+        b.add_constrs("one_tier", ("items",), "each item's order falls in at most one tier",
+                      lambda i: ([(y[(i, t)], 1) for t in tiers], "<=", 1))
+        b.add_constrs("demand", ("items",), "each item's demand is covered",
+                      lambda i: ([(q[(i, t)], 1) for t in tiers], ">=", data["demand"][i]))
+        b.add_constrs("storage", (), "everything bought fits the store (1000 litres a cubic metre)",
+                      lambda: ([(q[(i, t)], data["volume"][i]) for i in items for t in tiers], "<=", litres))
         b.set_objective("minimize", [(q[(i, t)], data["price"][i][k]) for i in items for k, t in enumerate(tiers)],
                         description="total purchase cost")
         return b.build()
