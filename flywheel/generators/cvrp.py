@@ -1,13 +1,14 @@
 """Capacitated vehicle routing (MILP): identical vehicles leave one depot, every customer is served by exactly
 one of them, no vehicle carries more than its capacity, and the total distance driven is as small as possible.
 
-Miller-Tucker-Zemlin load variables: ``load[c]`` in [demand[c], Q] is what a vehicle has delivered once it leaves
-customer ``c``; a used leg ``i -> j`` between customers forces ``load[j] >= load[i] + demand[j]`` (a big-M row
-with M = Q, active only when the leg is driven). At most ``vehicles`` legs leave the depot, and at least ``ceil(total demand / Q)`` (a valid cut). The capacity is stated
-in a larger unit (tonnes, hours, dozens) than the demands; Q is the converted copy (derived). Feasible by
-construction: ``vehicles`` is at least the number of trips a next-fit packing of the demands in list order needs.
-Infeasible variant: fewer vehicles than ``ceil(total demand / Q)``; every customer lies on a route from the depot
-(the load rows forbid depot-free cycles, demands being positive), and each route carries at most Q.
+Single-commodity flow (Gavish-Graves): ``flow[i, j]`` is the load a vehicle carries along leg ``i -> j``, at most Q
+and only on a driven leg; every customer keeps its demand of what is brought in (flow in - flow out = demand). A
+cycle avoiding the depot would have to lose load all the way round (demands being positive), so none exists, and a
+route carries at most Q out of the depot. At most ``vehicles`` legs leave the depot. The capacity is stated in a
+larger unit (tonnes, hours, dozens) than the demands; Q is the converted copy (derived). Feasible by construction:
+``vehicles`` is at least the number of trips a next-fit packing of the demands in list order needs. Infeasible
+variant: fewer vehicles than ``ceil(total demand / Q)``: summing the customers' rows, the flow out of the depot is
+at least the total demand, and it is at most Q times the legs leaving the depot (already the LP relaxation fails).
 """
 
 from __future__ import annotations
@@ -56,29 +57,24 @@ class CVRP(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         places = b.add_set("places", [data["depot"], *data["customers"]], "the depot (first) and the customers")
-        customers = b.add_set("customers", data["customers"], "customers, each served by one vehicle")
+        b.add_set("depot", places[:1], "where every route starts and ends")
+        b.add_set("customers", data["customers"], "customers, each served by one vehicle")
         x = rt.legs(b, places, data["dist"], "dist", "distance", "length of a leg")
         b.add_param("demand", data["demand"], ("customers",), "small unit", "what a customer needs")
-        b.add_param("capacity", data["capacity"], (), "large unit", "what one vehicle can carry")
         b.add_param("vehicles", data["vehicles"], (), "vehicles", "vehicles available")
+        b.add_param("capacity", data["capacity"], (), "large unit", "what one vehicle can carry")
         q = _q(data)
         b.add_param("capacity_small", q, (), "small unit", "the capacity in the demands' unit (Q)", derived=True)
-        load = b.add_vars("load", ("customers",), ub=q, description="delivered so far when leaving a customer",
-                          unit="small unit")
-        rt.degree(b, x, places, customers)
-        b.con_group("load_min", ("customers",), "a vehicle leaving a customer has delivered at least its demand")
-        for c in customers:
-            b.add_constr("load_min", (c,), [(load[(c,)], 1)], ">=", data["demand"][c])
-        rt.mtz(b, x, load, customers, data["demand"], q, "if leg i -> j is driven, load[j] >= load[i] + demand[j]")
-        b.con_group("fleet", (), "at most the available vehicles leave the depot")
-        departures = [(x[(places[0], c)], 1) for c in customers]
-        b.add_constr("fleet", (), departures, "<=", data["vehicles"])
-        # A valid cut (each trip carries at most Q): without it the LP bound is weak and proving a short fleet
-        # infeasible takes HiGHS seconds at 8 customers.
-        trips = math.ceil(sum(data["demand"].values()) / q)
-        b.add_param("min_trips", trips, (), "vehicles", "ceil(total demand / Q): trips any plan needs", derived=True)
-        b.con_group("min_trips", (), "enough trips leave the depot to carry the total demand")
-        b.add_constr("min_trips", (), departures, ">=", trips)
+        flow = b.add_vars("flow", ("places", "places"), keys=list(x), unit="small unit",
+                          description="load a vehicle carries along a leg")
+        rt.degree(b, x, places, "customers")
+        b.add_constrs("deliver", ("customers",), "a customer keeps its demand of the load brought in",
+                      lambda c: ([(flow[(a, c)], 1) for a in places if a != c]
+                                 + [(flow[(c, a)], -1) for a in places if a != c], "==", data["demand"][c]))
+        b.add_constrs("load", ("places", "places"), "only a driven leg carries load, at most Q",
+                      lambda a, c: ([(flow[(a, c)], 1), (x[(a, c)], -q)], "<=", 0), keys=list(x))
+        b.add_constrs("fleet", ("depot",), "at most the available vehicles leave the depot",
+                      lambda d: ([(x[(d, c)], 1) for c in places if c != d], "<=", data["vehicles"]))
         b.set_objective("minimize", [(x[p], data["dist"][p[0]][p[1]]) for p in x], description="total distance")
         return b.build()
 

@@ -2,11 +2,12 @@
 visit minutes fit a time budget stated in hours, and collect as much score as possible.
 
 ``visit[s]`` says whether site ``s`` is on the tour; it is left and entered exactly ``visit[s]`` times, the base
-exactly once. Miller-Tucker-Zemlin order variables (``order[s]`` in [1, n], a used leg ``i -> j`` forces
-``order[j] >= order[i] + 1``: a big-M row with M = n, the number of sites) rule out a second loop that skips the
-base. Feasible by construction: the budget covers the cheapest single-site round trip. Infeasible variant: the
-budget is below the least any tour must spend (the shortest leg out of the base, the shortest leg back and the
-shortest visit), and the base must be left.
+exactly once. Miller-Tucker-Zemlin order variables (``order[s]`` in [1, n];
+``order[j] >= order[i] + visit[j] - M (1 - travel[i, j])`` with M = n, the number of sites: a used leg enters a
+visited site, so the order grows by one) rule out a second loop that skips the base. The tour's travel and visit
+minutes are ``60 * tour_hours``, and ``tour_hours`` is within the budget. Feasible by construction: the budget
+covers the cheapest single-site round trip. Infeasible variant: the budget is below the least any tour must spend
+(the shortest leg out of the base, the shortest leg back and the shortest visit), and the base must be left.
 """
 
 from __future__ import annotations
@@ -49,19 +50,29 @@ class Orienteering(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         places = b.add_set("places", [data["base"], *data["sites"]], "the base (first) and the sites")
+        b.add_set("base", places[:1], "where the tour starts and ends")
         sites = b.add_set("sites", data["sites"], "sites that may be visited")
-        x = rt.legs(b, places, data["travel"], "travel", "minutes", "travel time of a leg")
-        b.add_param("visit", data["visit"], ("sites",), "minutes", "time spent at a site")
+        x = rt.legs(b, places, data["travel"], "travel_time", "minutes", "travel time of a leg")
+        b.add_param("visit_time", data["visit"], ("sites",), "minutes", "time spent at a site")
         b.add_param("score", data["score"], ("sites",), "points", "score collected at a visited site")
         b.add_param("budget", data["budget"], (), "hours", "time available for the whole tour")
         y = b.add_vars("visit", ("sites",), VarType.BINARY, description="1 if the site is on the tour")
         order = b.add_vars("order", ("sites",), lb=1, ub=len(sites), description="position on the tour (MTZ)")
-        rt.degree(b, x, places, places, {s: y[(s,)] for s in sites})
-        rt.mtz(b, x, order, sites, dict.fromkeys(sites, 1), len(sites),
-               "if leg i -> j is used, order[j] >= order[i] + 1 (no loop that skips the base)")
-        b.con_group("budget", (), "travel and visit minutes within the budget (hours x 60)")
-        b.add_constr("budget", (), [(x[p], data["travel"][p[0]][p[1]]) for p in x]
-                     + [(y[(s,)], data["visit"][s]) for s in sites], "<=", data["budget"] * 60)
+        hours = b.add_var("tour_hours", description="length of the tour", unit="hours")
+        rt.degree(b, x, places, "base", "_base")
+        rt.degree(b, x, places, "sites", visit=y)
+        # The big-M is the number of sites, a constant in the program; where the budget (hours) is that same
+        # number a program would read it as the budget, so one more (as valid) is used.
+        big = len(sites) + (data["budget"] == len(sites))
+        b.add_constrs("mtz", ("sites", "sites"),
+                      "if leg i -> j is used, order[j] >= order[i] + visit[j] (no loop that skips the base)",
+                      lambda a, c: ([(order[(c,)], 1), (order[(a,)], -1), (y[(c,)], -1), (x[(a, c)], -big)], ">=",
+                                    -big),
+                      keys=[(a, c) for a in sites for c in sites if a != c])
+        b.add_constrs("duration", (), "the tour's travel and visit minutes, in hours",
+                      lambda: ([(hours, 60)] + [(x[p], -data["travel"][p[0]][p[1]]) for p in x]
+                               + [(y[(s,)], -data["visit"][s]) for s in sites], "==", 0))
+        b.add_constrs("budget", (), "the tour fits the time budget", lambda: ([(hours, 1)], "<=", data["budget"]))
         b.set_objective("maximize", [(y[(s,)], data["score"][s]) for s in sites], description="score collected")
         return b.build()
 

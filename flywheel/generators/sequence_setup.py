@@ -5,9 +5,10 @@ minimise the cost of the changeover time, priced per hour.
 The sequence is an asymmetric travelling-salesman tour through the clean state. Miller-Tucker-Zemlin position
 variables (``position[j]`` in [1, n]; a used changeover ``i -> j`` forces ``position[j] >= position[i] + 1``, a
 big-M row with M = n, the number of jobs) remove sub-cycles and carry the precedences:
-``position[second] >= position[first] + 1``. Feasible by construction: the precedences follow one random order
-of the jobs, so that order satisfies them. Infeasible variant: a precedence is added in the reverse direction of
-an existing one, so ``position[a] >= position[b] + 1 >= position[a] + 2``.
+``position[second] >= position[first] + 1``. The cost is ``rate * hours`` with ``60 * hours`` the changeover
+minutes (at a rate of 60, the minutes themselves). Feasible by construction: the precedences follow one random
+order of the jobs, so that order satisfies them. Infeasible variant: a precedence is added in the reverse direction
+of an existing one, so ``position[a] >= position[b] + 1 >= position[a] + 2``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from flywheel.generators import _routing as rt
 from flywheel.generators._text import money, names
 from flywheel.generators.base import Family, register
 from solvers.ir import Model
+
+# The rate is per hour, the changeovers in minutes. At a rate of 60 (a money unit a minute) the objective is the
+# minutes themselves: an hours row ``60 * hours == minutes`` would read as ``rate * hours`` in a program.
+_MINUTES_PER_HOUR = 60
 
 
 @register
@@ -47,18 +52,25 @@ class SequenceSetup(Family):
         b = self.builder(data)
         states = b.add_set("places", [data["clean"], *data["jobs"]], "the clean state (first) and the jobs")
         jobs = b.add_set("jobs", data["jobs"], "jobs, each run once")
+        n = len(jobs)
+        b.add_param("n_jobs", n, (), "", "number of jobs: the MTZ big-M", derived=True)
         x = rt.legs(b, states, data["change"], "change", "minutes", "changeover time from one job to the next")
         b.add_param("rate", data["rate"], (), "money per hour", "cost of one hour of changeover")
-        pos = b.add_vars("position", ("jobs",), lb=1, ub=len(jobs), description="place of a job in the sequence")
-        rt.degree(b, x, states, states)
-        rt.mtz(b, x, pos, jobs, dict.fromkeys(jobs, 1), len(jobs),
-               "if job j directly follows job i, position[j] >= position[i] + 1")
-        b.add_set("precedences", [f"{a}__{c}" for a, c in data["before"]], "pairs First__Second")
-        b.con_group("before", ("precedences",), "the first job of a pair runs before the second")
-        for a, c in data["before"]:
-            b.add_constr("before", (f"{a}__{c}",), [(pos[(c,)], 1), (pos[(a,)], -1)], ">=", 1)
-        b.set_objective("minimize", [(x[p], data["change"][p[0]][p[1]] * data["rate"] / 60) for p in x],
-                        description="cost of the changeover time (minutes x rate per hour / 60)")
+        pos = b.add_vars("position", ("jobs",), lb=1, ub=n, description="place of a job in the sequence")
+        rt.degree(b, x, states, "places")
+        b.add_constrs("mtz", ("jobs", "jobs"), "if job j directly follows job i, position[j] >= position[i] + 1",
+                      lambda a, c: ([(pos[(a,)], 1), (pos[(c,)], -1), (x[(a, c)], n)], "<=", n - 1),
+                      keys=[(a, c) for a in jobs for c in jobs if a != c])
+        b.add_constrs("before", ("jobs", "jobs"), "the first job of a pair runs before the second",
+                      lambda a, c: ([(pos[(c,)], 1), (pos[(a,)], -1)], ">=", 1), keys=data["before"])
+        minutes = [(x[p], data["change"][p[0]][p[1]]) for p in x]
+        if data["rate"] == _MINUTES_PER_HOUR:  # a money unit a minute: the cost is the minutes
+            b.set_objective("minimize", minutes, description="cost of the changeover time (minutes x rate / 60)")
+            return b.build()
+        hours = b.add_var("changeover_hours", description="total changeover time", unit="hours")
+        b.add_constrs("hours", (), "the changeover minutes in hours",
+                      lambda: ([(hours, _MINUTES_PER_HOUR)] + [(v, -c) for v, c in minutes], "==", 0))
+        b.set_objective("minimize", [(hours, data["rate"])], description="cost of the changeover time")
         return b.build()
 
     def fields(self, data: dict[str, Any], v: dict[str, Any], domain: str) -> dict[str, Any]:

@@ -17,8 +17,6 @@ from flywheel.generators._text import names, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
-# In spec/tsp.json, place names carry no underscore, so a route name ``From_To`` reads unambiguously.
-
 
 @register
 class TSP(Family):
@@ -37,32 +35,28 @@ class TSP(Family):
 
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
-        places = data["places"]
-        b.add_set("places", places, "the depot (first) and the stops")
+        places = b.add_set("places", data["places"], "the depot (first) and the stops")
         stops = b.add_set("stops", places[1:], "places other than the depot")
         pairs = [(a, c) for a in places for c in places if a != c]
-        routes = b.add_set("routes", [f"{a}_{c}" for a, c in pairs], "direct legs From_To")
         n = len(places)
-        b.add_param("dist", {f"{a}_{c}": data["dist"][a][c] for a, c in pairs}, ("routes",), "distance",
+        b.add_param("dist", {p: data["dist"][p[0]][p[1]] for p in pairs}, ("places", "places"), "distance",
                     "length of a leg")
         b.add_param("max_length", data["max_length"], (), "distance", "longest allowed round trip")
         b.add_param("mtz_n_minus_1", n - 1, (), "", "n - 1, the MTZ coefficient (n places)", derived=True)
-        x = b.add_vars("travel", ("routes",), VarType.BINARY, description="1 if the leg is driven")
+        x = b.add_vars("travel", ("places", "places"), VarType.BINARY, description="1 if the leg is driven",
+                       keys=pairs)
         u = b.add_vars("order", ("stops",), lb=1, ub=n - 1, description="position of a stop in the tour (MTZ)")
-        leg = dict(zip(pairs, routes, strict=True))
-        b.con_group("leave", ("places",), "leave every place exactly once")
-        b.con_group("enter", ("places",), "enter every place exactly once")
-        for a in places:
-            b.add_constr("leave", (a,), [(x[(leg[(a, c)],)], 1) for c in places if c != a], "==", 1)
-            b.add_constr("enter", (a,), [(x[(leg[(c, a)],)], 1) for c in places if c != a], "==", 1)
-        b.con_group("mtz", ("routes",), "no subtour among the stops: order[j] >= order[i] + 1 if i -> j is driven")
-        for a, c in pairs:
-            if a in stops and c in stops:
-                b.add_constr("mtz", (leg[(a, c)],), [(u[(a,)], 1), (u[(c,)], -1), (x[(leg[(a, c)],)], n - 1)],
-                             "<=", n - 2)
-        dist_terms = [(x[(leg[p],)], data["dist"][p[0]][p[1]]) for p in pairs]
-        b.con_group("max_length", (), "the round trip is no longer than allowed")
-        b.add_constr("max_length", (), dist_terms, "<=", data["max_length"])
+        b.add_constrs("leave", ("places",), "leave every place exactly once",
+                      lambda a: ([(x[(a, c)], 1) for c in places if c != a], "==", 1))
+        b.add_constrs("enter", ("places",), "enter every place exactly once",
+                      lambda c: ([(x[(a, c)], 1) for a in places if a != c], "==", 1))
+        b.add_constrs("mtz", ("stops", "stops"),
+                      "no subtour among the stops: order[j] >= order[i] + 1 if i -> j is driven",
+                      lambda a, c: ([(u[(a,)], 1), (u[(c,)], -1), (x[(a, c)], n - 1)], "<=", n - 2),
+                      keys=[(a, c) for a in stops for c in stops if a != c])
+        dist_terms = [(x[p], data["dist"][p[0]][p[1]]) for p in pairs]
+        b.add_constrs("max_length", (), "the round trip is no longer than allowed",
+                      lambda: (dist_terms, "<=", data["max_length"]))
         b.set_objective("minimize", dist_terms, description="total distance travelled")
         return b.build()
 
