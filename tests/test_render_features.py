@@ -377,3 +377,20 @@ def test_key_lists_reuse_what_the_program_already_has() -> None:
     (ex,) = run_batch([Program(program_id="reuse", code=code)], SandboxConfig(timeout_s=120.0))
     assert ex.status == ExecStatus.OK and ex.final_solve is not None, ex.error
     assert abs(ex.final_solve.objective - solve_ground_truth(b.build()).objective) < 1e-6
+
+
+@pytest.mark.parametrize(("fleet", "named"), [(4, True), (3, False)])
+def test_a_scalar_is_named_only_when_no_other_scalar_has_its_value(fleet: int, named: bool) -> None:
+    b = ModelBuilder("scalars")
+    b.add_set("depots", ["North", "South"], "")
+    b.add_param("shifts", 3, (), "", "shifts a day")
+    b.add_param("vans", fleet, (), "", "vans per depot")
+    x = b.add_vars("use", ("depots",), VarType.INTEGER)
+    b.con_group("fleet", ("depots",), "at most the fleet")
+    for d in ("North", "South"):
+        b.add_constr("fleet", (d,), [(x[(d,)], 1)], "<=", fleet)
+    b.set_objective("maximize", [(x[(d,)], 1) for d in ("North", "South")])
+    code = render(b.build(), "gurobipy")
+    # 4 vans: only `vans` holds 4, so the row reads it by name; 3 vans: `shifts` holds 3 too, so the row keeps
+    # the literal rather than guess (a row reading `shifts` would teach the wrong model)
+    assert ("use[d] <= vans" in code) is named and ("use[d] <= 3" in code) is (not named), code

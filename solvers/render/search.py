@@ -194,11 +194,17 @@ class TemplateSearch:
             yield Coef(const=same)
         yield from self._indexed_coefs(items, pos_sets)
         if same is not None and abs(same) != 1:
-            for p in self.params:
-                if p.keys is None and abs(float(p.param.values)) == abs(same):  # type: ignore[arg-type]
-                    yield Coef(param=p.ident, sign=1.0 if same * float(p.param.values) > 0 else -1.0)  # type: ignore[arg-type]
-                    break
+            p = self._scalar_named(same)
+            if p is not None:
+                yield Coef(param=p.ident, sign=1.0 if same * float(p.param.values) > 0 else -1.0)  # type: ignore[arg-type]
             yield Coef(const=same)
+
+    def _scalar_named(self, value: float) -> ParamPlan | None:
+        """The scalar parameter a number is read from: named only when exactly one scalar parameter has that
+        magnitude. Two with the same value (a fleet of 3 vans, 3 shifts a day) give no evidence which one a row
+        means, and a program that reads the wrong name teaches the wrong model; the literal is always right."""
+        hits = [p for p in self.params if p.keys is None and abs(float(p.param.values)) == abs(value)]  # type: ignore[arg-type]
+        return hits[0] if len(hits) == 1 else None
 
     def _indexed_coefs(self, items: list, pos_sets: list[str]) -> Iterable[Coef]:
         for p in self.params:
@@ -238,6 +244,8 @@ class TemplateSearch:
         # A parameter times a scalar parameter (``lower[q] * batch``).
         for scalar in (p for p in self.params if p.keys is None and float(p.param.values) not in (0.0, 1.0)):
             factor = float(scalar.param.values)  # type: ignore[arg-type]
+            if self._scalar_named(factor) is not scalar:
+                continue  # another scalar has the same value: which one is meant is unknown
             for p in self.params:
                 if p.keys is None or not p.param.index:
                     continue
@@ -249,10 +257,9 @@ class TemplateSearch:
         values = [v for _, v in rows]
         if len(set(values)) == 1:
             c = values[0]
-            if c not in (0.0, 1.0, -1.0):
-                for p in self.params:
-                    if p.keys is None and abs(float(p.param.values)) == abs(c):  # type: ignore[arg-type]
-                        return Coef(param=p.ident, sign=1.0 if c == float(p.param.values) else -1.0)  # type: ignore[arg-type]
+            p = self._scalar_named(c) if c not in (0.0, 1.0, -1.0) else None
+            if p is not None:
+                return Coef(param=p.ident, sign=1.0 if c == float(p.param.values) else -1.0)  # type: ignore[arg-type]
             return Coef(const=c)
         return None
 
