@@ -42,24 +42,28 @@ class BatteryArbitrage(Family):
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
         (hours,) = b.elements("hours")
+        eff = data["efficiency"] / 100
         charge = b.add_vars("charge", ("hours",), description="energy bought and charged")
         discharge = b.add_vars("discharge", ("hours",), description="energy discharged and sold")
         mode = b.add_vars("charging", ("hours",), VarType.BINARY, description="1 if the hour charges, 0 if it may "
                           "discharge")
-        soc = b.add_vars("soc", ("hours",), lb=data["reserve_pct"] / 100 * data["capacity"], ub=data["capacity"],
+        soc = b.add_vars("soc", ("hours",), lb=data["reserve_pct"] * data["capacity"] / 100, ub=data["capacity"],
                          description="state of charge at the end of an hour")
-        b.con_group("soc_balance", ("hours",), "charge carried plus stored charging minus discharging")
-        b.con_group("charge_if_mode", ("hours",), "charging only in charging mode (big-M)")
-        b.con_group("discharge_if_not", ("hours",), "discharging only outside charging mode (big-M)")
-        for k, t in enumerate(hours):
-            carried = [(soc[(hours[k - 1],)], -1)] if k else []
-            b.add_constr("soc_balance", (t,), [(soc[(t,)], 1), (charge[(t,)], -data["efficiency"] / 100),
-                                               (discharge[(t,)], 1), *carried], "==", 0 if k else data["opening"])
-            b.add_constr("charge_if_mode", (t,), [(charge[(t,)], 1), (mode[(t,)], -data["charge_max"])], "<=", 0)
-            b.add_constr("discharge_if_not", (t,), [(discharge[(t,)], 1), (mode[(t,)], data["discharge_max"])], "<=",
-                         data["discharge_max"])
-        b.con_group("end_level", (), "the battery ends at least at the stated level")
-        b.add_constr("end_level", (), [(soc[(hours[-1],)], 1)], ">=", data["end_level"])
+        first = hours[0]
+        b.add_constrs("soc_first", ("hours",), "the first hour starts from the opening charge",
+                      lambda t: ([(soc[(t,)], 1), (charge[(t,)], -eff), (discharge[(t,)], 1)], "==", data["opening"]),
+                      keys=[first])
+        b.add_constrs("soc_balance", ("hours", "hours"), "charge carried plus stored charging minus discharging",
+                      lambda prev, t: ([(soc[(t,)], 1), (charge[(t,)], -eff), (discharge[(t,)], 1),
+                                        (soc[(prev,)], -1)], "==", 0),
+                      keys=list(zip(hours[:-1], hours[1:], strict=True)))
+        b.add_constrs("charge_if_mode", ("hours",), "charging only in charging mode (big-M)",
+                      lambda t: ([(charge[(t,)], 1), (mode[(t,)], -data["charge_max"])], "<=", 0))
+        b.add_constrs("discharge_if_not", ("hours",), "discharging only outside charging mode (big-M)",
+                      lambda t: ([(discharge[(t,)], 1), (mode[(t,)], data["discharge_max"])], "<=",
+                                 data["discharge_max"]))
+        b.add_constrs("end_level", ("hours",), "the battery ends at least at the stated level",
+                      lambda t: ([(soc[(t,)], 1)], ">=", data["end_level"]), keys=[hours[-1]])
         b.set_objective("maximize", [(discharge[(t,)], data["price"][t]) for t in hours] +
                         [(charge[(t,)], -data["price"][t]) for t in hours], description="arbitrage profit")
         return b.build()

@@ -65,9 +65,9 @@ class BinPacking(Family):
         for k, i in enumerate(items):
             for late in bins[k + 1:]:
                 b.add_constr("first_bins_only", (i, late), [(put[(i, late)], 1)], "==", 0)
-        b.con_group("use_in_order", ("bins",), "bin k+1 is used only if bin k is (removes symmetric packings)")
-        for k, nxt in zip(bins[:-1], bins[1:], strict=True):
-            b.add_constr("use_in_order", (nxt,), [(use[(nxt,)], 1), (use[(k,)], -1)], "<=", 0)
+        b.add_constrs("use_in_order", ("bins", "bins"), "bin k+1 is used only if bin k is (removes symmetric packings)",
+                      lambda k, nxt: ([(use[(nxt,)], 1), (use[(k,)], -1)], "<=", 0),
+                      keys=list(zip(bins[:-1], bins[1:], strict=True)))
         b.set_objective("minimize", [(use[(k,)], 1) for k in bins], description="number of bins used")
         return b.build()
 

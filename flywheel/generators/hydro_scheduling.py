@@ -2,7 +2,9 @@
 minimum environmental release and the outlet capacity) or spill it, with the volume balance
 ``volume[t] = volume[t-1] + inflow[t] - release[t] - spill[t]`` between a minimum share of capacity and the
 capacity, and an end-of-horizon volume of at least a stated share of capacity. Maximise the value of the releases
-at each period's price (a release converts to sellable output at a fixed factor). Shares are stated in percent.
+at each period's price (a release converts to sellable output at a fixed factor: ``output[t] = factor *
+release[t]``). The opening volume is a variable ``start`` fixed to it, so the first balance row has the shape of
+the others. Shares are stated in percent.
 
 Feasible by construction: every inflow is at least the minimum release and both shares are at most the opening
 fill, so releasing the minimum and spilling any excess never lets the volume fall below the opening one.
@@ -45,22 +47,32 @@ class HydroScheduling(Family):
         (periods,) = b.elements("periods")
         release = b.add_vars("release", ("periods",), description="water released through the outlet")
         spill = b.add_vars("spill", ("periods",), description="water spilled without value")
-        low = data["min_pct"] / 100 * data["capacity"]
+        output = b.add_vars("output", ("periods",), description="sellable output of the releases")
+        low = data["min_pct"] * data["capacity"] / 100
         volume = b.add_vars("volume", ("periods",), lb=low, ub=data["capacity"], description="volume at period end")
-        b.con_group("balance", ("periods",), "volume carried plus inflow minus release and spill")
+        start = b.add_var("start", description="volume before the first period")
+        b.add_constrs("opening", (), "the reservoir starts at the opening volume",
+                      lambda: ([(start, 1)], "==", data["opening"]))
+
+        def balance(t: str, before: str) -> tuple[list[tuple[str, float]], str, float]:
+            return [(volume[(t,)], 1), (release[(t,)], 1), (spill[(t,)], 1), (before, -1)], "==", data["inflow"][t]
+
+        b.add_constrs("balance_first", ("periods",), "opening volume plus inflow minus release and spill",
+                      lambda t: balance(t, start), keys=periods[:1])
+        b.add_constrs("balance", ("periods", "periods"), "volume carried plus inflow minus release and spill",
+                      lambda prev, t: balance(t, volume[(prev,)]), keys=list(zip(periods[:-1], periods[1:],
+                                                                                  strict=True)))
         # Release limits as rows, not bounds: the infeasible variant may push the minimum above the maximum.
-        b.con_group("release_min", ("periods",), "at least the minimum release")
-        b.con_group("release_max", ("periods",), "at most the outlet capacity")
-        previous: list[tuple[str, float]] = []
-        for t in periods:
-            b.add_constr("release_min", (t,), [(release[(t,)], 1)], ">=", data["min_release"])
-            b.add_constr("release_max", (t,), [(release[(t,)], 1)], "<=", data["outlet_max"])
-            b.add_constr("balance", (t,), [(volume[(t,)], 1), (release[(t,)], 1), (spill[(t,)], 1), *previous], "==",
-                         data["inflow"][t] + (0 if previous else data["opening"]))
-            previous = [(volume[(t,)], -1)]
-        b.con_group("end_volume", (), "final volume at least the required share of capacity")
-        b.add_constr("end_volume", (), [(volume[(periods[-1],)], 1)], ">=", data["end_pct"] / 100 * data["capacity"])
-        b.set_objective("maximize", [(release[(t,)], data["factor"] * data["price"][t]) for t in periods],
+        b.add_constrs("release_min", ("periods",), "at least the minimum release",
+                      lambda t: ([(release[(t,)], 1)], ">=", data["min_release"]))
+        b.add_constrs("release_max", ("periods",), "at most the outlet capacity",
+                      lambda t: ([(release[(t,)], 1)], "<=", data["outlet_max"]))
+        b.add_constrs("output", ("periods",), "a release converts to output at the fixed factor",
+                      lambda t: ([(output[(t,)], 1), (release[(t,)], -data["factor"])], "==", 0))
+        b.add_constrs("end_volume", ("periods",), "final volume at least the required share of capacity",
+                      lambda t: ([(volume[(t,)], 1)], ">=", data["end_pct"] * data["capacity"] / 100),
+                      keys=periods[-1:])
+        b.set_objective("maximize", [(output[(t,)], data["price"][t]) for t in periods],
                         description="value of all releases")
         return b.build()
 

@@ -1,9 +1,9 @@
 """Irrigation allocation (LP, multi-period balance): how much of each field to plant (hectares, up to a limit) so
 that the season's yield value is as high as possible, when every planted hectare needs its crop's water each
 period from one reservoir. Storage balance per period: ``storage[t] = (1 - evap% / 100) * storage[t-1] +
-inflow[t] - released[t] - spill[t]``, storage never above the reservoir's capacity and, at the end, at least a
-reserve. The canals lose ``loss%`` of what is released, so a field's need is released as ``need / (1 - loss% /
-100)``. Needs are in m3 per hectare, volumes in thousand m3 (the 1000 is in the coefficients).
+inflow[t] - release[t] - spill[t]``, storage never above the reservoir's capacity and, at the end, at least a
+reserve. The canals lose ``loss%`` of what is released: ``sum_f need[f, t] * plant[f] = 1000 * (1 - loss% / 100) *
+release[t]``. Needs are in m3 per hectare, volumes in thousand m3 (the 1000 is in the coefficients).
 
 Feasible by construction: planting nothing keeps storage on the capped no-release path, and the reserve is below
 its final value. Infeasible variant: the reserve exceeds that path's final storage; releasing water only lowers
@@ -51,22 +51,32 @@ class IrrigationAllocation(Family):
         b = self.builder(data)
         fields, periods = b.elements("fields", "periods")
         area = b.add_vars("plant", ("fields",), description="area planted", unit="area units")
+        release = b.add_vars("release", ("periods",), description="water released into the canals",
+                             unit="thousand m3")
         store = b.add_vars("storage", ("periods",), ub=data["capacity"], description="storage at the period's end",
                            unit="thousand m3")
         spill = b.add_vars("spill", ("periods",), description="water spilled over the dam", unit="thousand m3")
-        keep, delivered = 1 - data["evap_pct"] / 100, 1 - data["loss_pct"] / 100
-        b.con_group("balance", ("periods",), "storage = kept storage + inflow - releases (needs grossed up for "
-                    "canal losses, m3 / 1000) - spill")
-        for k, t in enumerate(periods):
-            release = [(area[(f,)], data["need"][f][t] / (1000 * delivered)) for f in fields]
-            before = [(store[(periods[k - 1],)], -keep)] if k else []
-            b.add_constr("balance", (t,), [(store[(t,)], 1), (spill[(t,)], 1), *release, *before], "==",
-                         data["inflow"][t] + (0 if k else keep * data["initial"]))
-        b.con_group("max_area", ("fields",), "no field beyond its limit")
-        for f in fields:
-            b.add_constr("max_area", (f,), [(area[(f,)], 1)], "<=", data["max_area"][f])
-        b.con_group("reserve", (), "the reservoir ends the season at least at the reserve")
-        b.add_constr("reserve", (), [(store[(periods[-1],)], 1)], ">=", data["reserve"])
+        start = b.add_var("start", description="storage before the first period", unit="thousand m3")
+        keep = (100 - data["evap_pct"]) / 100
+        b.add_constrs("initial", (), "the reservoir starts at its initial storage",
+                      lambda: ([(start, 1)], "==", data["initial"]))
+        b.add_constrs("delivery", ("periods",), "the fields' needs (m3) = release (thousand m3) x 1000 less canal "
+                      "losses", lambda t: ([(area[(f,)], data["need"][f][t]) for f in fields]
+                                           + [(release[(t,)], -10 * (100 - data["loss_pct"]))], "==", 0))
+
+        def balance(t: str, before: str) -> tuple[list[tuple[str, float]], str, float]:
+            return ([(store[(t,)], 1), (spill[(t,)], 1), (release[(t,)], 1), (before, -keep)], "==",
+                    data["inflow"][t])
+
+        b.add_constrs("balance_first", ("periods",), "storage = kept initial storage + inflow - release - spill",
+                      lambda t: balance(t, start), keys=periods[:1])
+        b.add_constrs("balance", ("periods", "periods"), "storage = kept storage + inflow - release - spill",
+                      lambda prev, t: balance(t, store[(prev,)]),
+                      keys=list(zip(periods[:-1], periods[1:], strict=True)))
+        b.add_constrs("max_area", ("fields",), "no field beyond its limit",
+                      lambda f: ([(area[(f,)], 1)], "<=", data["max_area"][f]))
+        b.add_constrs("reserve", ("periods",), "the reservoir ends the season at least at the reserve",
+                      lambda t: ([(store[(t,)], 1)], ">=", data["reserve"]), keys=periods[-1:])
         b.set_objective("maximize", [(area[(f,)], data["value"][f]) for f in fields], description="season value")
         return b.build()
 

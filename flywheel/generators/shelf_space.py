@@ -2,8 +2,9 @@
 length, between its minimum and maximum, so that every category's share of the occupied space stays within its
 percentage band, maximising the weekly profit of the facings.
 
-Share bands are ratios of variables, written linearly: ``sum_{p in c} w_p n_p - lo_c/100 sum_p w_p n_p >= 0``
-(and likewise ``<= hi_c``). Widths are centimetres, the shelf metres (coefficient 100 cm per metre).
+Share bands are ratios of variables, written linearly with integer width variables (centimetres):
+``W_c = sum_{p in c} w_p n_p``, ``U = sum_c W_c``, ``100 W_c >= lo_c U`` (and likewise ``<= hi_c``). Facings are
+indexed by (category, product) pairs. The shelf is in metres (coefficient 100 cm per metre).
 
 Feasible by construction: the bands and the shelf are set around a witness allocation (facings drawn between
 each product's bounds). Infeasible variant: one category's lower band is raised so that the lower bands add up to
@@ -49,25 +50,34 @@ class ShelfSpace(Family):
 
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
-        products, categories = b.elements("products", "categories")
-        n = b.add_vars("facings", ("products",), VarType.INTEGER, description="facings of a product")
-        w = data["width"]
-        b.con_group("shelf", (), "occupied width (cm) within the shelf (metres x 100)")
-        b.add_constr("shelf", (), [(n[(p,)], w[p]) for p in products], "<=", 100 * data["shelf"])
-        b.con_group("facing_bounds_low", ("products",), "at least a product's fewest facings")
-        b.con_group("facing_bounds_high", ("products",), "at most a product's most facings")
-        for p in products:
-            b.add_constr("facing_bounds_low", (p,), [(n[(p,)], 1)], ">=", data["low"][p])
-            b.add_constr("facing_bounds_high", (p,), [(n[(p,)], 1)], "<=", data["high"][p])
-        b.con_group("share_low", ("categories",), "category width minus its least share of all occupied width >= 0")
-        b.con_group("share_high", ("categories",), "category width minus its most share of all occupied width <= 0")
-        for c in categories:
-            inside = set(data["members"][c])
-            for group, pct, sense in (("share_low", data["share_low"][c], ">="),
-                                      ("share_high", data["share_high"][c], "<=")):
-                b.add_constr(group, (c,), [(n[(p,)], w[p] * ((p in inside) - pct / 100)) for p in products], sense,
-                             0)
-        b.set_objective("maximize", [(n[(p,)], data["profit"][p]) for p in products],
+        categories, = b.elements("categories")
+        w, low, high = data["width"], data["low"], data["high"]
+        shelved = [(c, p) for c in categories for p in data["members"][c]]
+        n = b.add_vars("facings", ("categories", "products"), VarType.INTEGER, description="facings of a product",
+                       keys=shelved)
+        cw = b.add_vars("category_width", ("categories",), VarType.INTEGER, description="width a category occupies",
+                        unit="cm")
+        used = b.add_var("occupied", VarType.INTEGER, description="occupied shelf width", unit="cm")
+        b.add_constrs("category_width", ("categories",), "a category's width is its facings' widths",
+                      lambda c: ([(n[(c, p)], w[p]) for p in data["members"][c]] + [(cw[(c,)], -1)], "==", 0))
+        b.add_constrs("occupied_width", (), "occupied width is the categories' widths",
+                      lambda: ([(cw[(c,)], 1) for c in categories] + [(used, -1)], "==", 0))
+        b.add_constrs("shelf", (), "occupied width (cm) within the shelf (metres x 100)",
+                      lambda: ([(used, 1)], "<=", 100 * data["shelf"]))
+        b.add_constrs("facing_bounds_low", ("categories", "products"), "at least a product's fewest facings",
+                      lambda c, p: ([(n[(c, p)], 1)], ">=", low[p]), keys=shelved)
+        b.add_constrs("facing_bounds_high", ("categories", "products"), "at most a product's most facings",
+                      lambda c, p: ([(n[(c, p)], 1)], "<=", high[p]), keys=shelved)
+
+        def share(bound: dict[str, float], sense: str) -> Any:
+            return lambda c: ([(cw[(c,)], 100), (used, -bound[c])], sense, 0)
+
+        # A band starting at 0% holds for any allocation: no row.
+        b.add_constrs("share_low", ("categories",), "100 x category width at least its least share x occupied width",
+                      share(data["share_low"], ">="), keys=[c for c in categories if data["share_low"][c] > 0])
+        b.add_constrs("share_high", ("categories",), "100 x category width at most its most share x occupied width",
+                      share(data["share_high"], "<="))
+        b.set_objective("maximize", [(n[k], data["profit"][k[1]]) for k in shelved],
                         description="weekly profit of the facings")
         return b.build()
 

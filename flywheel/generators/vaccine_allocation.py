@@ -1,7 +1,8 @@
 """Vaccine allocation (LP, max-min): ship a limited stock from depots to regions so that the worst-covered region
 is covered as well as possible. A region's coverage is ``shipped / (per_head * 1000 * population)`` (population in
 thousands, ``per_head`` doses for one person), and ``worst <= coverage`` for every region, written without the
-division: ``shipped - per_head * 1000 * population * worst >= 0``. Each route carries at most its limit, no region
+division through the worst rate per thousand people ``rate = per_thousand * worst`` (``per_thousand = 1000 *
+per_head``, derived): ``shipped - population * rate >= 0``. Each route carries at most its limit, no region
 gets more than a full course for everyone, and every region must reach the floor ``floor_pct`` (a percentage).
 
 Feasible by construction: a planted shipment plan fits every stock and route limit and covers each region 30-80%;
@@ -45,26 +46,30 @@ class VaccineAllocation(Family):
 
     def build(self, data: dict[str, Any]) -> Model:
         b = self.builder(data)
-        depots, regions = b.elements("depots", "regions")
+        per_thousand = data["per_head"] * 1000
+        b.add_param("per_thousand", per_thousand, (), "units per thousand people",
+                    "units a thousand people need", derived=True)
         ship = b.add_vars("ship", ("depots", "regions"), description="units sent along a route", unit="units")
         worst = b.add_var("worst", description="coverage of the worst-covered region (a fraction)")
-        need = {r: data["per_head"] * 1000 * data["population"][r] for r in regions}
-        b.con_group("stock", ("depots",), "no depot ships more than it holds")
-        for d in depots:
-            b.add_constr("stock", (d,), [(ship[(d, r)], 1) for r in regions], "<=", data["stock"][d])
-        b.con_group("route", ("depots", "regions"), "each route within its limit")
-        for d in depots:
-            for r in regions:
-                b.add_constr("route", (d, r), [(ship[(d, r)], 1)], "<=", data["limit"][d][r])
-        b.con_group("worst", ("regions",), "worst coverage at most every region's coverage (max-min, ratio "
-                    "multiplied out)")
-        b.con_group("full", ("regions",), "no region beyond a full course for everyone")
-        for r in regions:
-            into = [(ship[(d, r)], 1) for d in depots]
-            b.add_constr("worst", (r,), into + [(worst, -need[r])], ">=", 0)
-            b.add_constr("full", (r,), into, "<=", need[r])
-        b.con_group("floor", (), "the worst coverage reaches the floor percentage")
-        b.add_constr("floor", (), [(worst, 1)], ">=", data["floor_pct"] / 100)
+        rate = b.add_var("worst_rate", description="units per thousand people reaching the worst-covered region",
+                         unit="units per thousand people")
+        b.add_constrs("stock", ("depots",), "no depot ships more than it holds",
+                      lambda d: ([(ship[(d, r)], 1) for r in data["regions"]], "<=", data["stock"][d]))
+        b.add_constrs("route", ("depots", "regions"), "each route within its limit",
+                      lambda d, r: ([(ship[(d, r)], 1)], "<=", data["limit"][d][r]))
+        b.add_constrs("rate", (), "units per thousand people = coverage x units a thousand people need",
+                      lambda: ([(rate, 1), (worst, -per_thousand)], "==", 0))
+
+        def into(r: str) -> list[tuple[str, float]]:
+            return [(ship[(d, r)], 1) for d in data["depots"]]
+
+        b.add_constrs("worst", ("regions",), "every region gets at least the worst rate per thousand people "
+                      "(max-min, ratio multiplied out)",
+                      lambda r: (into(r) + [(rate, -data["population"][r])], ">=", 0))
+        b.add_constrs("full", ("regions",), "no region beyond a full course for everyone",
+                      lambda r: (into(r), "<=", data["population"][r] * per_thousand))
+        b.add_constrs("floor", (), "the worst coverage reaches the floor percentage",
+                      lambda: ([(worst, 100)], ">=", data["floor_pct"]))
         b.set_objective("maximize", [(worst, 1)], description="coverage of the worst-covered region")
         return b.build()
 
