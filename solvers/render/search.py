@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
 from solvers.ir import Model
-from solvers.render.names import Key, Namespace
+from solvers.render.names import Key, Namespace, lit
 from solvers.render.shapes import Coef, Gen, ParamPlan, TermT, VarGroupPlan, VarRef
 
 
@@ -244,8 +244,8 @@ class TemplateSearch:
         # A parameter times a scalar parameter (``lower[q] * batch``).
         for scalar in (p for p in self.params if p.keys is None and float(p.param.values) not in (0.0, 1.0)):
             factor = float(scalar.param.values)  # type: ignore[arg-type]
-            if self._scalar_named(factor) is not scalar:
-                continue  # another scalar has the same value: which one is meant is unknown
+            # another scalar with the same value: which one is meant is unknown, so the factor stays a number
+            factor_text = scalar.ident if self._scalar_named(factor) is scalar else lit(factor)
             for p in self.params:
                 if p.keys is None or not p.param.index:
                     continue
@@ -253,7 +253,7 @@ class TemplateSearch:
                     if all((val := p.keys.get(tuple(k[i] for i in mapping))) is not None and val * factor == v
                            for k, v in rows):
                         return Coef(param=p.ident, index=tuple(row_targets[i] for i in mapping),
-                                    factor=scalar.ident)
+                                    factor=factor_text)
         values = [v for _, v in rows]
         if len(set(values)) == 1:
             c = values[0]
