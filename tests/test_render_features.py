@@ -394,3 +394,25 @@ def test_a_scalar_is_named_only_when_no_other_scalar_has_its_value(fleet: int, n
     # 4 vans: only `vans` holds 4, so the row reads it by name; 3 vans: `shifts` holds 3 too, so the row keeps
     # the literal rather than guess (a row reading `shifts` would teach the wrong model)
     assert ("use[d] <= vans" in code) is named and ("use[d] <= 3" in code) is (not named), code
+
+
+def test_a_symmetric_table_is_written_once_per_pair_and_mirrored() -> None:
+    """Distances a question states once per pair ("A-B 12") are written once per pair, then mirrored; a table
+    with one unequal mirror is written whole. The matrix runs the mirrored families (tsp, cvrp, orienteering) in
+    every API."""
+    places = ["A", "B", "C"]
+    sym = {(a, c): 10 + ord(a) + ord(c) for a in places for c in places if a != c}
+    for table, once in ((sym, True), ({**sym, ("C", "A"): 1}, False)):
+        b = ModelBuilder("mirror")
+        b.add_set("places", places, "")
+        b.add_param("dist", table, ("places", "places"), "km", "")
+        x = b.add_vars("go", ("places", "places"), VarType.BINARY, keys=list(table))
+        b.con_group("one", (), "")
+        b.add_constr("one", (), [(v, 1) for v in x.values()], ">=", 1)
+        b.set_objective("minimize", [(x[k], d) for k, d in table.items()])
+        code = render(b.build(), "gurobipy")
+        data = {}
+        exec(code.split("m = gp.Model")[0], data)  # noqa: S102 (the data block only: no solver call)
+        assert data["dist"] == table  # the program's dict is the model's, both directions
+        assert ("dist |= {(j, i): v for (i, j), v in dist.items()}" in code) is once
+        assert code.count('("A", "B")') + code.count('("B", "A")') == (1 if once else 2), code

@@ -25,14 +25,30 @@ class ParamPlan:
     param: Parameter
     keys: dict[Key, float] | None  # None for a scalar
 
-    def literal(self, order: list[int] | None = None) -> str:
-        """The value as a Python literal; a dict's entries in ``order`` (indices into ``keys``) when given."""
+    def literal(self, order: list[int] | None = None, once: bool = False) -> str:
+        """The value as a Python literal; a dict's entries in ``order`` (indices into ``keys``) when given; with
+        ``once`` (a ``mirrored`` table) each pair's first entry only."""
         if self.keys is None:
             return lit(float(self.param.values))  # type: ignore[arg-type]
         items = list(self.keys.items())
         if order is not None:
             items = [items[i] for i in order]
+        if once:
+            kept: dict[Key, float] = {}
+            for k, v in items:
+                if (k[1], k[0]) not in kept:
+                    kept[k] = v
+            items = list(kept.items())
         return wrap_items([f"{key_lit(k)}: {lit(v)}" for k, v in items], "{", "}")
+
+    @property
+    def mirrored(self) -> bool:
+        """A table over one set twice (distances between places) whose every entry equals its mirror and has no
+        diagonal: a question states each pair once, so the program writes it once and mirrors it."""
+        if self.keys is None or len(self.param.index) != 2 or self.param.index[0] != self.param.index[1]:
+            return False
+        return len(self.keys) > 1 and all(k[0] != k[1] and self.keys.get((k[1], k[0])) == v
+                                          for k, v in self.keys.items())
 
 
 @dataclass
@@ -195,7 +211,9 @@ class Plan:
             note = p.param.description + (f" ({p.param.unit})" if p.param.unit else "")
             if note.strip():
                 lines.append(f"# {note.strip()}")
-            lines.append(f"{p.ident} = {p.literal(order)}")
+            lines.append(f"{p.ident} = {p.literal(order, once=p.mirrored)}")
+            if p.mirrored:  # the other direction of every pair (the comprehension reads the dict before |= runs)
+                lines.append(f"{p.ident} |= {{(j, i): v for (i, j), v in {p.ident}.items()}}")
         for name, literal, comment in self.extra_data:
             if comment:
                 lines.append(f"# {comment}")
