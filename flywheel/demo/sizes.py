@@ -80,13 +80,14 @@ class DemoSize:
 
 SIZES: dict[str, DemoSize] = {
     "speedrun": DemoSize(name="speedrun"),
-    # Sized for a 2-core CPU (the measured stage times are in the README): 480 reference problems, 100 SFT steps of 4
-    # rows at seq 2048 (difficulty-2 prompts + programs pass 1024 tokens), 66 held-out problems (every family at one
-    # of the three difficulties), rounds of 66 new problems x 2 samples, the first 10 items of each benchmark.
+    # Sized for a 2-core CPU (the measured stage times are in the README): 1,400 reference problems (~1,320 SFT
+    # rows), 190 SFT steps of 4 rows at seq 2048 (one epoch; 100 steps over 455 rows scored 0%), 66 held-out
+    # problems (every family at one of the three difficulties), generation up to 1,500 tokens (the compact programs'
+    # 90th percentile at difficulty 3 is ~1,500), rounds of 66 new problems x 2 samples, 10 items of each benchmark.
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
-                     heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=240, heldout_problems=22,
-                     rounds=2, round_problems=22, round_samples=2, sft_steps=100, retrain_steps=30, sft_seq_len=2048,
-                     micro_batch=2, max_tokens=1000, zero_shot_max_tokens=500, batch_generate=32),
+                     heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=700, heldout_problems=22,
+                     rounds=2, round_problems=22, round_samples=2, sft_steps=190, retrain_steps=30, sft_seq_len=2048,
+                     micro_batch=2, max_tokens=1500, zero_shot_max_tokens=500, batch_generate=33),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
