@@ -416,3 +416,16 @@ def test_a_symmetric_table_is_written_once_per_pair_and_mirrored() -> None:
         assert data["dist"] == table  # the program's dict is the model's, both directions
         assert ("dist |= {(j, i): v for (i, j), v in dist.items()}" in code) is once
         assert code.count('("A", "B")') + code.count('("B", "A")') == (1 if once else 2), code
+
+
+def test_a_parameter_named_like_a_key_list_is_still_read_as_a_dict() -> None:
+    b = ModelBuilder("named")
+    b.add_set("nodes", ["A", "B", "C"], "")
+    arcs = [("A", "B"), ("B", "C"), ("C", "A")]
+    b.add_param("lane_keys", {a: 2 + k for k, a in enumerate(arcs)}, ("nodes", "nodes"), "", "a cost table")
+    x = b.add_vars("ship", ("nodes", "nodes"), keys=arcs)
+    b.con_group("need", (), "")
+    b.add_constr("need", (), [(x[a], 1) for a in arcs], ">=", 1)
+    b.set_objective("minimize", [(x[a], 2 + k) for k, a in enumerate(arcs)])
+    code = render(b.build(), "gurobipy")
+    assert "ship_keys = list(lane_keys)" in code, code  # the dict's keys, not the dict

@@ -66,26 +66,32 @@ class Transshipment(Family):
         dir_ = b.add_vars("ship_direct", ("sources", "dests"), keys=direct, description="units shipped direct",
                           unit="units")
         handled = b.add_vars("handled", ("hubs",), description="units passing through a hub", unit="units")
-        # Sources (destinations) with a direct lane have one more sum in their row: a group of their own.
+        # Sources (destinations) with a direct lane have one more sum in their row: a group of their own, built by
+        # the same row function (its direct-lane sum is empty for the others).
         senders, receivers = {s for s, _ in direct}, {d for _, d in direct}
-        b.add_constrs("supply", ("sources",), "a source without direct lanes ships at most its supply",
-                      lambda s: ([(inb[(s, h)], 1) for h in hubs], "<=", data["supply"][s]),
+
+        def supply(s: str) -> tuple[list[tuple[str, float]], str, float]:
+            return ([(inb[(s, h)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[0] == s], "<=",
+                    data["supply"][s])
+
+        def demand(d: str) -> tuple[list[tuple[str, float]], str, float]:
+            return ([(out[(h, d)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[1] == d], "==",
+                    data["demand"][d])
+
+        b.add_constrs("supply", ("sources",), "a source without direct lanes ships at most its supply", supply,
                       keys=[s for s in sources if s not in senders])
-        b.add_constrs("supply_direct", ("sources",), "a source with direct lanes ships at most its supply",
-                      lambda s: ([(inb[(s, h)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[0] == s],
-                                 "<=", data["supply"][s]), keys=[s for s in sources if s in senders])
+        b.add_constrs("supply_direct", ("sources",), "a source with direct lanes ships at most its supply", supply,
+                      keys=[s for s in sources if s in senders])
         b.add_constrs("inflow", ("hubs",), "what enters a hub is what it handles",
                       lambda h: ([(inb[(s, h)], 1) for s in sources] + [(handled[(h,)], -1)], "==", 0))
         b.add_constrs("outflow", ("hubs",), "what a hub handles leaves it",
                       lambda h: ([(out[(h, d)], 1) for d in dests] + [(handled[(h,)], -1)], "==", 0))
         b.add_constrs("capacity", ("hubs",), "a hub handles at most its throughput",
                       lambda h: ([(handled[(h,)], 1)], "<=", data["capacity"][h]))
-        b.add_constrs("demand", ("dests",), "a destination without direct lanes receives exactly its demand",
-                      lambda d: ([(out[(h, d)], 1) for h in hubs], "==", data["demand"][d]),
+        b.add_constrs("demand", ("dests",), "a destination without direct lanes receives exactly its demand", demand,
                       keys=[d for d in dests if d not in receivers])
         b.add_constrs("demand_direct", ("dests",), "a destination with direct lanes receives exactly its demand",
-                      lambda d: ([(out[(h, d)], 1) for h in hubs] + [(dir_[k], 1) for k in direct if k[1] == d],
-                                 "==", data["demand"][d]), keys=[d for d in dests if d in receivers])
+                      demand, keys=[d for d in dests if d in receivers])
         b.set_objective("minimize", [(inb[(s, h)], data["inbound"][s][h]) for s in sources for h in hubs]
                         + [(out[(h, d)], data["outbound"][h][d]) for h in hubs for d in dests]
                         + [(dir_[k], data["direct"]["__".join(k)]) for k in direct]

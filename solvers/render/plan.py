@@ -217,19 +217,20 @@ class _Planner(TemplateSearch):
         demands for i, j in arcs]``), else the literal list."""
         same = self._same_keys(set(keys), sets)
         if same:
-            return same if same.endswith("_keys") else f"list({same})"
+            name, is_list = same
+            return name if is_list else f"list({name})"
         return (comprehension(keys, sets, self.set_elems, self.set_ident, self.ns.taken)
                 or self._times_sets(keys, sets) or wrap_items([key_lit(k) for k in keys], "[", "]"))
 
-    def _same_keys(self, keys: set[Key], sets: tuple[str, ...]) -> str | None:
-        """The identifier of a key list already written (a sparse variable group's) or of a parameter with exactly
-        these keys over these sets."""
+    def _same_keys(self, keys: set[Key], sets: tuple[str, ...]) -> tuple[str, bool] | None:
+        """(identifier, is a list) of a key list already written or of a parameter (a dict: iterating it gives its
+        keys) with exactly these keys over these sets."""
         for name, group_sets, group_keys in self._key_lists:
             if group_sets == sets and group_keys == keys:
-                return name
+                return name, True
         for p in self.params:
             if p.keys is not None and tuple(p.param.index) == sets and set(p.keys) == keys:
-                return p.ident
+                return p.ident, False
         return None
 
     def _times_sets(self, keys: list[Key], sets: tuple[str, ...]) -> str | None:
@@ -247,9 +248,10 @@ class _Planner(TemplateSearch):
                     count *= len(self.set_elems[sets[p]])
                 if count != len(want):
                     continue
-                source = self._same_keys(part, tuple(sets[p] for p in rest))
-                if source is None:
+                same = self._same_keys(part, tuple(sets[p] for p in rest))
+                if same is None:
                     continue
+                source = same[0]
                 expanded = set()
                 for combo in itertools.product(*(self.set_elems[sets[p]] for p in full)):
                     for k in part:

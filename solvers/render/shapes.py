@@ -211,8 +211,9 @@ class Plan:
             note = p.param.description + (f" ({p.param.unit})" if p.param.unit else "")
             if note.strip():
                 lines.append(f"# {note.strip()}")
-            lines.append(f"{p.ident} = {p.literal(order, once=p.mirrored)}")
-            if p.mirrored:  # the other direction of every pair (the comprehension reads the dict before |= runs)
+            mirrored = p.mirrored
+            lines.append(f"{p.ident} = {p.literal(order, once=mirrored)}")
+            if mirrored:  # the other direction of every pair (the comprehension reads the dict before |= runs)
                 lines.append(f"{p.ident} |= {{(j, i): v for (i, j), v in {p.ident}.items()}}")
         for name, literal, comment in self.extra_data:
             if comment:
