@@ -9,6 +9,10 @@ seeds the training rounds never use.
 
     python bench/family_transfer.py --rows 288 --steps 72 --bench-limit 0      # the issue's setting (hours)
     python bench/family_transfer.py --rows 160 --steps 40 --bench-limit 40     # a shorter run
+    # arm "all" = the full demo's round-0 model (1,324 rows of all families, 190 steps at seq 2048), arm "16"
+    # trained here with the same recipe on as many rows of the 16 original families:
+    python bench/family_transfer.py --all-run runs/flywheel-demo-full3/runs/sft-r0 --micro-batch 2 \
+        --heldout 16 --bench-limit 32 --max-tokens 1200 --label full
 
 Writes bench/results/family_transfer[_LABEL].json and .md.
 """
@@ -50,7 +54,16 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=2048, help="SFT row length (the 65 families' programs run longer "
                     "than the speedrun's three; rows are cut after their last target, so padding costs nothing)")
     ap.add_argument("--max-tokens", type=int, default=1200, help="generation limit per completion")
+    ap.add_argument("--base-max-tokens", type=int, default=500, help="the base model's limit (it loops to the "
+                    "limit whatever it is; the speedrun's zero-shot outputs all did)")
+    ap.add_argument("--micro-batch", type=int, default=0, help="rows per forward/backward (0 = batch 4); the "
+                    "gradient is the same, the activation memory smaller")
+    ap.add_argument("--batch-generate", type=int, default=32, help="completions generated together")
+    ap.add_argument("--all-run", type=Path, default=None, help="an existing all-families SFT run (its config.json "
+                    "and final/) to serve as arm 'all': its recipe must match this arm-16 recipe but for the data, "
+                    "and --rows becomes its shard's training-row count")
     args = ap.parse_args()
+    reused = reuse_all(args) if args.all_run else None
     diffs = tuple(int(d) for d in args.difficulties.split(","))
     arms = {"16": ORIGINAL_16, "all": ALL_FAMILIES}
     missing = sorted(set(ORIGINAL_16) - set(ALL_FAMILIES))
@@ -63,7 +76,9 @@ def main() -> None:
         size = replace(SIZES["speedrun"], families=tuple(fams), round0_difficulties=diffs,
                        heldout_difficulties=diffs, round0_problems=per_difficulty, heldout_problems=args.heldout,
                        rounds=0, bench_limit=args.bench_limit, benchmarks=tuple(args.benchmarks.split(",")),
-                       sft_steps=args.steps, sft_seq_len=args.seq_len, max_tokens=args.max_tokens)
+                       sft_steps=args.steps, sft_seq_len=args.seq_len, max_tokens=args.max_tokens,
+                       zero_shot_max_tokens=args.base_max_tokens, micro_batch=args.micro_batch,
+                       batch_generate=args.batch_generate)
         (args.work / arm).mkdir(parents=True, exist_ok=True)
         demos[arm] = Demo(size, args.work / arm, RESULTS)
     base = demos["16"].base_checkpoint()
@@ -74,10 +89,16 @@ def main() -> None:
                                            "heldout_per_difficulty": args.heldout, "bench_limit": args.bench_limit,
                                            "seq_len": args.seq_len, "max_tokens": args.max_tokens,
                                            "benchmarks": args.benchmarks.split(","), "init": "smollm2",
-                                           "families": {a: len(f) for a, f in arms.items()}},
+                                           "families": {a: len(f) for a, f in arms.items()},
+                                           "micro_batch": args.micro_batch, "base_max_tokens": args.base_max_tokens},
                               "models": {}}
-    models: dict[str, Path] = {} if args.no_base else {"base": base}
+    models: dict[str, Path] = {}
+    if reused:
+        result["settings"].update(reused["settings"])
+        models["sft-all"] = args.all_run / "final"
     for arm, demo in demos.items():
+        if arm in reused_arms(reused):
+            continue
         demo.say(f"arm {arm}: {len(arms[arm])} families -> {args.rows} SFT rows -> {args.steps} steps")
         for d in diffs:
             demo.store_round(f"r0-d{d}", seed=d, difficulty=d, problems=per_difficulty)
@@ -88,10 +109,14 @@ def main() -> None:
                                                     seq_len=demo.size.sft_seq_len, lr=demo.size.lr_sft, init=base))
         models[f"sft-{arm}"] = run / "final"
         result["settings"][f"train_s_{arm}"] = demo.results["stages"].get(f"train:sft-{arm}")
+    if not args.no_base:
+        models["base"] = base  # last: it loops to its limit on every item, the slowest and least informative
+    models = dict(sorted(models.items(), key=lambda kv: ["sft-16", "sft-all", "base"].index(kv[0])))
     for name, ckpt in models.items():
         row: dict[str, Any] = {}
         for arm, demo in demos.items():
-            ev = demo.evaluate(ckpt, heldout[arm], f"{name}-on-{arm}")
+            # "base" (not "base-on-ARM") gives the base model its own generation limit in the demo's policy file
+            ev = demo.evaluate(ckpt, heldout[arm], "base" if name == "base" and arm == "16" else f"{name}-on-{arm}")
             row[f"heldout_{arm}"] = {k: ev[k] for k in ("items", "pass@1_strict", "pass@1_lenient")}
         row.update(demos["all"].benchmarks(ckpt, name))
         result["models"][name] = row
@@ -104,6 +129,41 @@ def main() -> None:
     text = table(result)
     (RESULTS / f"family_transfer{suffix}.md").write_text(text + "\n")
     print(text)
+
+
+def reused_arms(reused: dict[str, Any] | None) -> set[str]:
+    return {"all"} if reused else set()
+
+
+def reuse_all(args: argparse.Namespace) -> dict[str, Any]:
+    """Check that ``--all-run`` was trained with this script's arm-16 recipe (but for its data) and take its row
+    count; a mismatch is an error that names the field and the flag that matches it."""
+    cfg_file = args.all_run / "config.json"
+    if not (args.all_run / "final" / "config.json").exists() or not cfg_file.exists():
+        raise SystemExit(f"--all-run {args.all_run}: no config.json and final/ checkpoint there")
+    recipe = json.loads(cfg_file.read_text())["recipe"]
+    speedrun = SIZES["speedrun"]
+    want = {("data", "seq_len"): (args.seq_len, "--seq-len"), ("train", "steps"): (args.steps, "--steps"),
+            ("train", "micro_batch"): (args.micro_batch or speedrun.batch_rows, "--micro-batch"),
+            ("train", "batch_rows"): (speedrun.batch_rows, None), ("train", "lr"): (speedrun.lr_sft, None),
+            ("train", "seed"): (0, None)}
+    for (section, key), (value, flag) in want.items():
+        got = recipe[section][key]
+        if got != value:
+            hint = f" (pass {flag} {got})" if flag else " (the demo recipe's value; not a flag here)"
+            raise SystemExit(f"--all-run {cfg_file}: recipe {section}.{key} = {got!r}, this run uses {value!r}{hint}")
+    if Path(recipe["model"]["path"]).name != "smollm2":
+        raise SystemExit(f"--all-run {cfg_file}: initialised from {recipe['model']['path']}, not an imported smollm2")
+    shard = Path(recipe["data"]["sources"][0]["path"])
+    counts = json.loads((shard / "manifest.json").read_text())["counts"]
+    args.rows = counts["train"]
+    fams = counts.get("train_by_family", {})
+    if fams and set(fams) != set(ALL_FAMILIES):
+        raise SystemExit(f"--all-run {shard}: trained on {len(fams)} families, not all {len(ALL_FAMILIES)}")
+    metrics = [json.loads(x) for x in (args.all_run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    secs = sum(m.get("step_s", 0.0) for m in metrics if "step_s" in m)
+    return {"settings": {"all_run": str(args.all_run), "rows_available_all": counts["train"],
+                         "train_s_all": round(secs, 1), "all_run_shard": str(shard)}}
 
 
 def table(r: dict[str, Any]) -> str:

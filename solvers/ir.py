@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from solvers.errors import ModelError
+from solvers.mps_names import mps_names
 
 
 class VarType(StrEnum):
@@ -252,19 +253,21 @@ class Model(_Frozen):
 
 
 def _to_mps(m: Model) -> str:
-    lines = [f"NAME {m.name}"]
+    vn = dict(zip((v.name for v in m.variables), mps_names([v.name for v in m.variables]), strict=True))
+    cn = mps_names([c.name for c in m.constraints], frozenset({"obj"}))
+    lines = [f"NAME {mps_names([m.name])[0]}"]
     lines += ["OBJSENSE", "    MAX" if m.objective.sense == ObjSense.MAXIMIZE else "    MIN"]
     lines.append("ROWS")
     lines.append(" N  obj")
     code = {ConSense.LE: "L", ConSense.GE: "G", ConSense.EQ: "E"}
-    for c in m.constraints:
-        lines.append(f" {code[c.sense]}  {c.name}")
+    for c, name in zip(m.constraints, cn, strict=True):
+        lines.append(f" {code[c.sense]}  {name}")
     columns: dict[str, list[tuple[str, float]]] = {v.name: [] for v in m.variables}
     for v, coef in m.objective.terms:
         columns[v].append(("obj", coef))
-    for c in m.constraints:
+    for c, name in zip(m.constraints, cn, strict=True):
         for v, coef in c.terms:
-            columns[v].append((c.name, coef))
+            columns[v].append((name, coef))
     lines.append("COLUMNS")
     in_int = False
     for i, v in enumerate(m.variables):
@@ -277,34 +280,34 @@ def _to_mps(m: Model) -> str:
             in_int = False
         entries = columns[v.name] or [("obj", 0.0)]
         for row, coef in entries:
-            lines.append(f"    {v.name} {row} {coef!r}")
+            lines.append(f"    {vn[v.name]} {row} {coef!r}")
     if in_int:
         lines.append("    MARKEREND 'MARKER' 'INTEND'")
     lines.append("RHS")
-    for c in m.constraints:
+    for c, name in zip(m.constraints, cn, strict=True):
         if c.rhs != 0:
-            lines.append(f"    RHS {c.name} {c.rhs!r}")
+            lines.append(f"    RHS {name} {c.rhs!r}")
     if m.objective.constant:
         # MPS convention: the RHS of the objective row is minus the objective constant.
         lines.append(f"    RHS obj {-m.objective.constant!r}")
     lines.append("BOUNDS")
     for v in m.variables:
         if v.vtype == VarType.BINARY:
-            lines.append(f" BV BND {v.name}")
+            lines.append(f" BV BND {vn[v.name]}")
             continue
         if v.lb is None and v.ub is None:
-            lines.append(f" FR BND {v.name}")
+            lines.append(f" FR BND {vn[v.name]}")
             continue
         if v.lb is None:
-            lines.append(f" MI BND {v.name}")
+            lines.append(f" MI BND {vn[v.name]}")
         elif v.lb != 0:
-            lines.append(f" LO BND {v.name} {v.lb!r}")
+            lines.append(f" LO BND {vn[v.name]} {v.lb!r}")
         if v.ub is not None:
-            lines.append(f" UP BND {v.name} {v.ub!r}")
+            lines.append(f" UP BND {vn[v.name]} {v.ub!r}")
         elif v.vtype == VarType.INTEGER:
             # MPS readers (HiGHS among them) give an integer column inside MARKERs a default upper bound of 1;
             # PL states the +inf upper bound explicitly.
-            lines.append(f" PL BND {v.name}")
+            lines.append(f" PL BND {vn[v.name]}")
     if m.objective.quadratic:
         # QUADOBJ holds Q of the objective 0.5 x'Qx: a term c*x_i*x_j (i != j) is Q_ij = Q_ji = c,
         # and c*x_i^2 is Q_ii = 2c. Only the lower triangle is listed.
@@ -315,7 +318,7 @@ def _to_mps(m: Model) -> str:
             q[(i, j)] = q.get((i, j), 0.0) + (2 * coef if i == j else coef)
         lines.append("QUADOBJ")
         for (i, j), coef in q.items():
-            lines.append(f"    {i} {j} {coef!r}")
+            lines.append(f"    {vn[i]} {vn[j]} {coef!r}")
     lines.append("ENDATA")
     return "\n".join(lines) + "\n"
 

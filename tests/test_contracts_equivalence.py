@@ -56,11 +56,11 @@ def test_quadratic_objective_parses_and_solves() -> None:
     assert sign * res.value == pytest.approx(p.ground_truth.objective, rel=1e-5)
 
 
-# Known recall miss (not a precision error), reported in the closing note: with slack variables added, presolve
-# leaves ambulance_location's candidate one binary short of the reference and the semantic layer, which maps by
-# name, cannot map 'open_<site>'. Recorded here so that it stays visible until the semantic layer handles it.
-_KNOWN_MISSES = {"ambulance_location": "slack_variables: semantic layer cannot map a presolved-away binary",
-}
+# Known recall misses (not precision errors) would be listed here, family -> reason, and marked xfail.
+_KNOWN_MISSES: dict[str, str] = {}
+# (ambulance_location was here from 2026-12-02 to 2026-12-05, blamed on presolve and the semantic layer's name
+# mapping; the cause was the MPS writer: a site called "Old Mill" made "open_Old Mill" two fields, so every
+# perturbed copy lost a column. IR.to_mps now writes whitespace-free, unique names, tests/test_ir.py.)
 # Found when issue 20's families joined this grid (2026-12-02), fixed 2026-12-04:
 # (constrained_least_squares: its boxed QP re-solve failed; a fully mapped point is now evaluated directly;
 # economic_dispatch: HiGHS's QP solver ran to its time limit at its default regularisation, see semantic.solve)

@@ -86,7 +86,37 @@ MPS_CASES = {
     "milp": lambda: generate_problem("facility_location", 5, 2).ir,
     "qp": lambda: generate_problem("portfolio", 5, 2).ir,
     "max_constant_free_int": _constant_free_max,
+    "names_with_spaces": lambda: _awkward_names(),
 }
+
+
+def _awkward_names() -> Model:
+    """Names free MPS cannot hold as they are: a site called "Old Mill" (read as two fields, it used to shift every
+    column entry: ambulance_location's seed 11 lost a variable and fixed another), a name that collides with the
+    first once its space is replaced, and a constraint called like the objective row."""
+    v = (Variable(name="open_Old Mill", group="open", vtype=VarType.BINARY),
+         Variable(name="open_Old_Mill", group="open", vtype=VarType.BINARY),
+         Variable(name="flow to  Harbour", group="flow", lb=-2.0, ub=6.0),
+         Variable(name="x", group="x", vtype=VarType.INTEGER, lb=1.0))
+    c = (Constraint(name="cover Abbey", group="cover", terms=(("open_Old Mill", 1.0), ("open_Old_Mill", 1.0)),
+                    sense=">=", rhs=1.0),
+         Constraint(name="obj", group="o", terms=(("flow to  Harbour", 1.0), ("x", 1.0)), sense=">=", rhs=3.5),
+         Constraint(name="cap Old Mill", group="cap", terms=(("flow to  Harbour", 1.0), ("open_Old Mill", -4.0)),
+                    sense="<=", rhs=0.0))
+    return Model(name="awkward names", variables=v, constraints=c,
+                 objective=Objective(sense="minimize", terms=(("open_Old Mill", 3.0), ("open_Old_Mill", 5.0),
+                                                              ("flow to  Harbour", 1.0), ("x", 2.0))))
+
+
+def test_mps_names_replace_whitespace_and_stay_unique() -> None:
+    from solvers.mps_names import mps_names
+
+    names = ["a b", "a_b", "c", "obj", "d\te  f", "a  b"]
+    out = mps_names(names, frozenset({"obj"}))
+    assert out[1:3] == ["a_b", "c"]  # names that need no change keep it
+    assert len(set(out)) == len(out) and not any(ch.isspace() for n in out for ch in n)
+    assert out[0].startswith("a_b~") and out[3].startswith("obj~") and out[4] == "d_e__f"  # each whitespace character, as OR-Tools writes it
+    assert mps_names(names, frozenset({"obj"})) == out  # deterministic
 
 
 @pytest.mark.parametrize("case", sorted(MPS_CASES))

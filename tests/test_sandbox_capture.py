@@ -194,3 +194,75 @@ def test_mps_export_keeps_only_what_a_writer_finished(tmp_path) -> None:
         assert capture.export_mps(own_name) is None and list(tmp_path.iterdir()) == []  # export disabled
     finally:
         capture.configure(None, None, True, 100_000)
+
+
+# Names with spaces ("Old Mill", a real site name in ambulance_location): free-format MPS splits such a name into two
+# fields. HiGHS, OR-Tools and COPT write each space as "_", Gurobi drops every name, docplex wrote the space as it is
+# (the capture now rewrites it, and a name that then collides gets "~2"). Either way the parent must read the model the
+# program built, and check the captured solution against it where the names allow (Gurobi's generic names do not:
+# "unverified", never "refuted"). min 94 a + 115 b + 156 c, pairwise covers: optimum 209 (a and b).
+SPACED = {
+    "docplex": """
+from docplex.mp.model import Model
+m = Model()
+a = m.binary_var(name="open Old Mill"); b = m.binary_var(name="open  Hill top"); c = m.binary_var(name="open_Old_Mill")
+m.add_constraint(a + b >= 1, ctname="cover Abbey"); m.add_constraint(b + c >= 1, ctname="cover Old Town")
+m.add_constraint(a + c >= 1, ctname="cover_Abbey")
+m.minimize(94 * a + 115 * b + 156 * c)
+m.solve()
+""",
+    "highspy": """
+import highspy
+h = highspy.Highs(); h.setOptionValue("output_flag", False)
+a = h.addBinary(obj=94, name="open Old Mill"); b = h.addBinary(obj=115, name="open  Hill top")
+c = h.addBinary(obj=156, name="open Cedars")
+h.addConstr(a + b >= 1, name="cover Abbey"); h.addConstr(b + c >= 1, name="cover Old Town")
+h.addConstr(a + c >= 1, name="cover_Abbey")
+h.run()
+""",
+    "gurobipy": """
+import gurobipy as gp
+m = gp.Model()
+a = m.addVar(vtype="B", obj=94, name="open Old Mill"); b = m.addVar(vtype="B", obj=115, name="open  Hill top")
+c = m.addVar(vtype="B", obj=156, name="open Cedars")
+m.addConstr(a + b >= 1, name="cover Abbey"); m.addConstr(b + c >= 1, name="cover Old Town")
+m.addConstr(a + c >= 1, name="cover_Abbey")
+m.optimize()
+""",
+    "ortools-scip": """
+from ortools.linear_solver import pywraplp
+s = pywraplp.Solver.CreateSolver("SCIP")
+a = s.BoolVar("open Old Mill"); b = s.BoolVar("open  Hill top"); c = s.BoolVar("open Cedars")
+s.Add(a + b >= 1, "cover Abbey"); s.Add(b + c >= 1, "cover Old Town"); s.Add(a + c >= 1, "cover_Abbey")
+s.Minimize(94 * a + 115 * b + 156 * c)
+s.Solve()
+""",
+}
+
+
+def test_names_with_spaces_are_read_and_verified() -> None:
+    from solvers.sandbox.mps import read
+
+    progs = [Program(program_id=name, code=code) for name, code in SPACED.items()]
+    for p, e in zip(progs, run_batch(progs, SandboxConfig(timeout_s=60)), strict=True):
+        assert e.status == ExecStatus.OK, (p.program_id, e.error, e.stderr[-500:])
+        s = e.solves[0]
+        assert s.objective == pytest.approx(209.0, rel=1e-9), p.program_id
+        model = read(s.model_mps)
+        assert model is not None and len(model.col_names) == 3 and len(model.row_names) == 3, p.program_id
+        assert len(set(model.col_names)) == 3 and not any(" " in n for n in model.col_names), model.col_names
+        # the parent checked the program's own solution (named with spaces) against the model it read
+        want = "unverified" if p.program_id == "gurobipy" else "verified"
+        assert s.verification == want, (p.program_id, s.verification, model.col_names)
+
+
+def test_respace_refuses_a_rewrite_it_cannot_make_exact() -> None:
+    from solvers.mps_names import respace
+
+    text = "ROWS\n N  obj\n G  a b\nCOLUMNS\n    a b  obj  1\n    a b  a b  1\n"
+    # "a b" as a column and as a row, each alone in its name space: both become "a_b"
+    assert respace(text, ["a b"], ["a b"]) == text.replace("a b", "a_b")
+    # a column "a b" that collides with a column "a_b" ("a_b~2") but a row "a b" that does not ("a_b"): no exact rewrite
+    assert respace(text, ["a b", "a_b"], ["a b"]) is None
+    long = "    Old Mill East  obj  1\n    Old Mill  obj  2\n"
+    assert respace(long, ["Old Mill East", "Old Mill"], []) == "    Old_Mill_East  obj  1\n    Old_Mill  obj  2\n"

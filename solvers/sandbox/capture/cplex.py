@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solvers.mps_names import respace
 from solvers.sandbox.capture import (
     Described,
     asks_cutoff,
@@ -50,7 +51,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
             d.mip_gap = getattr(details, "mip_relative_gap", None)
         else:
             d.bound = d.objective
-    d.model_mps = export_mps(lambda path: m.export_as_mps(path=path))  # returns the path it wrote
+    d.model_mps = _names_without_spaces(m, export_mps(lambda path: m.export_as_mps(path=path)))
     if d.model_mps and m.objective_sense.is_maximize() and "OBJSENSE" not in d.model_mps:
         # docplex writes a maximisation as "minimise the negated costs" but keeps the constant's sign: the
         # negated objective's constant is -k, written as RHS k (constant = -RHS)
@@ -64,6 +65,18 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     if asks_cutoff(changed):
         d.check = {"cutoff": True}
     return d
+
+
+def _names_without_spaces(m: Any, mps: str | None) -> str | None:
+    """docplex writes a name with a space as it is ("open_Old Mill"), which every free-format reader splits into two
+    fields; rewrite such names the way HiGHS, OR-Tools and COPT write them (``solvers.mps_names``)."""
+    if not mps:
+        return mps
+    columns = [v.name or "" for v in m.iter_variables()]
+    rows = [c.name or "" for c in m.iter_constraints()]
+    if not any(ch.isspace() for n in (*columns, *rows) for ch in n):
+        return mps
+    return respace(mps, columns, rows)  # None (no model) where the rewrite could not be exact
 
 
 @hook("docplex", ("docplex.mp.model",))

@@ -9,6 +9,7 @@ import math
 import re
 from typing import Any
 
+from solvers.mps_names import mps_names
 from solvers.sandbox.mps import MpsModel
 from solvers.sandbox.mps import parse as parse_mps
 from solvers.sandbox.verify.common import FAST_MPS_CHARS, FEAS_TOL, INT_TOL, OBJ_TOL
@@ -213,8 +214,10 @@ _PYOMO_OTHER = re.compile(r"[^A-Za-z0-9()_]")
 
 
 def _values_by_column(names: list[str], solution: dict[str, Any], lower: Any, upper: Any) -> list[Any] | None:
-    """The solution's value of each MPS column: by name, else by pyomo's label of the name; a column the solution
-    does not name may only be one the model fixes (pyomo's ONE_VAR_CONSTANT). None when the two cannot be matched."""
+    """The solution's value of each MPS column: by name, else by pyomo's label of the name or by the name with its
+    whitespace written as ``_`` (HiGHS, OR-Tools, COPT and the docplex capture write "open Old Mill" so,
+    ``solvers.mps_names``); a column the solution does not name may only be one the model fixes (pyomo's
+    ONE_VAR_CONSTANT). None when the two cannot be matched."""
     labels: dict[str, Any] | None = None
     values = []
     for j, name in enumerate(names):
@@ -223,9 +226,11 @@ def _values_by_column(names: list[str], solution: dict[str, Any], lower: Any, up
             continue
         if labels is None:
             labels = {}
-            for key, value in solution.items():
-                label = _PYOMO_OTHER.sub("_", str(key).translate(_PYOMO_BRACKETS))
-                labels[label] = value if label not in labels else None  # two names, one label: ambiguous
+            keys = [str(k) for k in solution]
+            for key, value, written in zip(keys, solution.values(), mps_names(keys), strict=True):
+                for label in {_PYOMO_OTHER.sub("_", key.translate(_PYOMO_BRACKETS)), written}:
+                    if label != key:
+                        labels[label] = value if label not in labels else None  # two names, one label: ambiguous
         if labels.get(name) is not None:
             values.append(labels[name])
         elif lower[j] == upper[j] and abs(lower[j]) < 1e30:
