@@ -39,19 +39,35 @@ def mps_label(name: str) -> str:
     return _SPACE.sub("_", name)
 
 
-def respace(mps: str, columns: list[str], rows: list[str]) -> str | None:
+def respace(mps: str, columns: list[str], rows: list[str]) -> str:
     """``mps`` as written by a writer that keeps spaces in names (docplex), with each column and row name that has
-    whitespace, found as a whole run of fields, replaced by its ``mps_names`` form (columns and rows are separate
-    name spaces, as in MPS). Longer names first, so "Old Mill East" is not cut at "Old Mill". None when a text
-    rewrite cannot be exact: a name with whitespace that is both a column and a row and would be written two ways."""
-    fixed: dict[str, str] = {}
-    for names in (columns, rows):
-        for old, new in zip(names, mps_names(names), strict=True):
-            if old != new:
-                if fixed.setdefault(old, new) != new:
-                    return None
+    whitespace, found as a whole run of fields, replaced by its ``mps_names`` form. The names of both kinds are
+    renamed as one list, so a string that names a column and a row becomes one name wherever it stands (the rewrite
+    is textual), unique among all names; longer names first, so "Old Mill East" is not cut at "Old Mill"."""
+    names = list(dict.fromkeys([*columns, *rows]))
+    fixed = {old: new for old, new in zip(names, mps_names(names), strict=True) if old != new}
     if not fixed:
         return mps
-    pattern = re.compile(r"(?<!\S)(?:" + "|".join(re.escape(n) for n in sorted(fixed, key=len, reverse=True))
-                         + r")(?!\S)")
-    return pattern.sub(lambda m: fixed[m.group(0)], mps)
+    # A name is a run of whole fields: at each field, look up the runs of up to ``longest`` fields that start there,
+    # longest first (a regex alternation of thousands of names would try each one at every position of the text).
+    longest = max(len(_FIELD.findall(n)) for n in fixed)
+    out: list[str] = []
+    for line in mps.splitlines(keepends=True):
+        spans = [m.span() for m in _FIELD.finditer(line)]
+        pieces: list[str] = []
+        pos = i = 0
+        while i < len(spans):
+            for k in range(min(longest, len(spans) - i), 0, -1):
+                name = line[spans[i][0]:spans[i + k - 1][1]]
+                if name in fixed:
+                    pieces += [line[pos:spans[i][0]], fixed[name]]
+                    pos = spans[i + k - 1][1]
+                    i += k
+                    break
+            else:
+                i += 1
+        out.append("".join(pieces) + line[pos:] if pieces else line)
+    return "".join(out)
+
+
+_FIELD = re.compile(r"\S+")

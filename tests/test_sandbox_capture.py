@@ -256,13 +256,13 @@ def test_names_with_spaces_are_read_and_verified() -> None:
         assert s.verification == want, (p.program_id, s.verification, model.col_names)
 
 
-def test_respace_refuses_a_rewrite_it_cannot_make_exact() -> None:
+def test_respace_rewrites_every_spaced_name_one_way() -> None:
     from solvers.mps_names import respace
 
     text = "ROWS\n N  obj\n G  a b\nCOLUMNS\n    a b  obj  1\n    a b  a b  1\n"
-    # "a b" as a column and as a row, each alone in its name space: both become "a_b"
+    # "a b" as a column and as a row: one name wherever it stands
     assert respace(text, ["a b"], ["a b"]) == text.replace("a b", "a_b")
-    # a column "a b" that collides with a column "a_b" ("a_b~2") but a row "a b" that does not ("a_b"): no exact rewrite
-    assert respace(text, ["a b", "a_b"], ["a b"]) is None
+    # another name already written "a_b": "a b" becomes "a_b~2", as a column and as a row alike
+    assert respace(text, ["a b", "a_b"], ["a b"]) == text.replace("a b", "a_b~2")
     long = "    Old Mill East  obj  1\n    Old Mill  obj  2\n"
     assert respace(long, ["Old Mill East", "Old Mill"], []) == "    Old_Mill_East  obj  1\n    Old_Mill  obj  2\n"

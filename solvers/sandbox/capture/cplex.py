@@ -76,7 +76,7 @@ def _names_without_spaces(m: Any, mps: str | None) -> str | None:
     rows = [c.name or "" for c in m.iter_constraints()]
     if not any(ch.isspace() for n in (*columns, *rows) for ch in n):
         return mps
-    return respace(mps, columns, rows)  # None (no model) where the rewrite could not be exact
+    return respace(mps, columns, rows)
 
 
 @hook("docplex", ("docplex.mp.model",))
