@@ -67,13 +67,17 @@ def remove_fixed_columns(m: StdModel) -> bool:
 
 
 def merge_split_columns(m: StdModel) -> bool:
-    """x = x+ - x-: merge column pairs that are exact negatives (same integrality, not in a quadratic term)."""
+    """x = x+ - k x-: merge column pairs that are negatives of each other (same integrality, not in a quadratic
+    term). For continuous columns k is any positive factor (a column written in other units, x- in minutes and x+
+    in hours: A_q = -k A_p and c_q = -k c_p), so the merge does not depend on the columns' scales; integer columns
+    pair only at k = 1 (x+ - k x- over integers is not an integer range)."""
     in_quad = {j for k in m.quad for j in k}
     cols = _columns(m)
+    scale = {j: 1.0 if m.integer[j] else abs(col[min(col)]) for j, col in cols.items()}
 
     def key(j: int, sign: float) -> tuple:
-        return (m.integer[j], tuple(sorted((i, _r(sign * c)) for i, c in cols[j].items())),
-                _r(sign * m.obj.get(j, 0.0)))
+        f = sign / scale[j]
+        return (m.integer[j], tuple(sorted((i, _r(f * c)) for i, c in cols[j].items())), _r(f * m.obj.get(j, 0.0)))
 
     by_key: dict[tuple, list[int]] = {}
     for j in cols:
@@ -89,7 +93,8 @@ def merge_split_columns(m: StdModel) -> bool:
         if len(minus) != 1 or minus[0] == p or m.integer[p] and not _integral_bounds(m, p, minus[0]):
             continue
         (q,) = minus
-        m.lb[p], m.ub[p] = m.lb[p] - m.ub[q], m.ub[p] - m.lb[q]
+        f = scale[q] / scale[p]  # A_q = -f A_p: x_p A_p + x_q A_q = A_p (x_p - f x_q)
+        m.lb[p], m.ub[p] = m.lb[p] - f * m.ub[q], m.ub[p] - f * m.lb[q]
         for i in cols[q]:
             del m.rows[i][q]
         m.obj.pop(q, None)
