@@ -108,15 +108,16 @@ def main() -> None:
         run = demo.train(f"sft-{arm}", demo.recipe(f"sft-{arm}", "sft", [sub], steps=args.steps,
                                                     seq_len=demo.size.sft_seq_len, lr=demo.size.lr_sft, init=base))
         models[f"sft-{arm}"] = run / "final"
-        result["settings"][f"train_s_{arm}"] = demo.results["stages"].get(f"train:sft-{arm}")
+        result["settings"][f"train_s_{arm}"] = demo.results["stages"].get(f"train:sft-{arm}") or _train_seconds(run)
     if not args.no_base:
         models["base"] = base  # last: it loops to its limit on every item, the slowest and least informative
     models = dict(sorted(models.items(), key=lambda kv: ["sft-16", "sft-all", "base"].index(kv[0])))
     for name, ckpt in models.items():
         row: dict[str, Any] = {}
         for arm, demo in demos.items():
-            # "base" (not "base-on-ARM") gives the base model its own generation limit in the demo's policy file
-            ev = demo.evaluate(ckpt, heldout[arm], "base" if name == "base" and arm == "16" else f"{name}-on-{arm}")
+            # "base" (not "base-on-ARM") gives the base model its own generation limit in the demo's policy file;
+            # each arm's demo evaluates in its own work directory, so the tags do not collide
+            ev = demo.evaluate(ckpt, heldout[arm], "base" if name == "base" else f"{name}-on-{arm}")
             row[f"heldout_{arm}"] = {k: ev[k] for k in ("items", "pass@1_strict", "pass@1_lenient")}
         row.update(demos["all"].benchmarks(ckpt, name))
         result["models"][name] = row
@@ -128,11 +129,48 @@ def main() -> None:
     (RESULTS / f"family_transfer{suffix}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     text = table(result)
     (RESULTS / f"family_transfer{suffix}.md").write_text(text + "\n")
+    plot(result, RESULTS / f"family_transfer{suffix}.png")
     print(text)
 
 
 def reused_arms(reused: dict[str, Any] | None) -> set[str]:
     return {"all"} if reused else set()
+
+
+def plot(r: dict[str, Any], path: Path) -> None:
+    """Grouped bars: strict Pass@1 of each model (bars) on each test set (groups), lenient as a lighter cap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = ["heldout_16", "heldout_all", *r["settings"]["benchmarks"]]
+    models = list(r["models"])
+    width = 0.8 / max(1, len(models))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    top = 0.0
+    for k, name in enumerate(models):
+        xs = [i + (k - (len(models) - 1) / 2) * width for i in range(len(sets))]
+        row = r["models"][name]
+        strict = [100 * (row.get(s) or {}).get("pass@1_strict", 0.0) for s in sets]
+        lenient = [100 * (row.get(s) or {}).get("pass@1_lenient", 0.0) for s in sets]
+        ax.bar(xs, lenient, width, color=f"C{k}", alpha=0.35)
+        ax.bar(xs, strict, width, color=f"C{k}", label=name)
+        top = max(top, *lenient, *strict)
+    ax.set_ylim(0, max(10.0, 1.15 * top))
+    ax.set_xticks(range(len(sets)), [s.replace("heldout_", "unseen ") for s in sets])
+    ax.set_ylabel("Pass@1 % (strict; lenient lighter)")
+    ax.set_title(f"Family transfer: {r['settings']['rows']} SFT rows, {r['settings']['steps']} steps")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _train_seconds(run: Path) -> float:
+    """The training steps' wall time from a run's metrics (a rerun that finds the checkpoint has no stage timing)."""
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    return round(sum(m.get("step_s", 0.0) for m in metrics), 1)
 
 
 def reuse_all(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,8 +198,7 @@ def reuse_all(args: argparse.Namespace) -> dict[str, Any]:
     fams = counts.get("train_by_family", {})
     if fams and set(fams) != set(ALL_FAMILIES):
         raise SystemExit(f"--all-run {shard}: trained on {len(fams)} families, not all {len(ALL_FAMILIES)}")
-    metrics = [json.loads(x) for x in (args.all_run / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    secs = sum(m.get("step_s", 0.0) for m in metrics if "step_s" in m)
+    secs = _train_seconds(args.all_run)
     return {"settings": {"all_run": str(args.all_run), "rows_available_all": counts["train"],
                          "train_s_all": round(secs, 1), "all_run_shard": str(shard)}}
 
