@@ -331,3 +331,20 @@ def test_split_columns_merge_whatever_their_units() -> None:
     assert same.model.n_vars == scaled.model.n_vars == 3  # p and q merged into one net flow in both
     assert exact_hash(same) == exact_hash(scaled)
     assert compare_models(model(1.0), model(1000.0).to_mps()).layer == "exact"
+
+
+def test_float_noise_at_zero_is_zero() -> None:
+    """A row side of -3e-12 where the other model has 0 (left by substituting a defined variable out, as in a large
+    blending model of the large-model slice) is the same model: no 9- or 7-digit rounding can make it 0, so the
+    labels read any number below 1e-10 in magnitude (after unit row scaling) as 0."""
+    from solvers.ir import Constraint, Model, Objective, Variable
+
+    def model(side: float) -> Model:
+        return Model(name="m", variables=(Variable(name="x", group="x", ub=5.0), Variable(name="y", group="y")),
+                     constraints=(Constraint(name="r", group="r", terms=(("x", 2.0), ("y", -1.0)), sense=">=",
+                                             rhs=side),),
+                     objective=Objective(sense="maximize", terms=(("x", 1.0), ("y", 1.0))))
+
+    assert exact_hash(canonicalize(from_ir(model(0.0)))) == exact_hash(canonicalize(from_ir(model(-3e-12))))
+    assert wl_hash(canonicalize(from_ir(model(0.0)))) == wl_hash(canonicalize(from_ir(model(-3e-12))))
+    assert exact_hash(canonicalize(from_ir(model(0.0)))) != exact_hash(canonicalize(from_ir(model(-3e-6))))

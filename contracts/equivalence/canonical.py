@@ -366,7 +366,14 @@ def _orientation_key(row: dict[int, float], lo: float, hi: float) -> tuple:
     return (sorted(r(c) for c in row.values()), _fin(lo), _fin(hi))
 
 
+# A bound or row side this close to zero is float noise (a defined variable substituted out leaves -3e-12 where the
+# other model has 0): rows are unit-scaled by then, and solvers' feasibility tolerance is ~1e-6.
+_ZERO = 1e-10
+
+
 def _fin(x: float, d: int = _DIGITS) -> float:
+    if abs(x) < _ZERO:
+        return 0.0
     return 1e300 if x == INF else (-1e300 if x == -INF else r(x, d))
 
 
