@@ -60,7 +60,8 @@ def test_quadratic_objective_parses_and_solves() -> None:
 _KNOWN_MISSES: dict[str, str] = {}
 # (ambulance_location was here from 2026-12-02 to 2026-12-05, blamed on presolve and the semantic layer's name
 # mapping; the cause was the MPS writer: a site called "Old Mill" made "open_Old Mill" two fields, so every
-# perturbed copy lost a column. IR.to_mps now writes whitespace-free, unique names, tests/test_ir.py.)
+# perturbed copy lost a column. IR.to_mps now writes whitespace-free, unique names, tests/test_ir.py; and the
+# generator's site names no longer hold spaces, tests/test_generators.py.)
 # Found when issue 20's families joined this grid (2026-12-02), fixed 2026-12-04:
 # (constrained_least_squares: its boxed QP re-solve failed; a fully mapped point is now evaluated directly;
 # economic_dispatch: HiGHS's QP solver ran to its time limit at its default regularisation, see semantic.solve)
