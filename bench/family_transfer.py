@@ -12,7 +12,7 @@ seeds the training rounds never use.
     # arm "all" = the full demo's round-0 model (1,324 rows of all families, 190 steps at seq 2048), arm "16"
     # trained here with the same recipe on as many rows of the 16 original families:
     python bench/family_transfer.py --all-run runs/flywheel-demo-full3/runs/sft-r0 --micro-batch 2 \
-        --heldout 16 --bench-limit 32 --max-tokens 1200 --label full
+        --heldout 16 --bench-limit 20 --max-tokens 1000 --label full
 
 Writes bench/results/family_transfer[_LABEL].json and .md.
 """
