@@ -563,6 +563,14 @@ def _scores(pairs: list[tuple[bool, bool]]) -> dict[str, float | int]:
             "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
+def label_pair(ref: Model, cand: Model, name: str, seed: int) -> tuple[Model, Model]:
+    """The two models whose difference labels a 'different' perturbation (LABEL_TWIN / LABEL_PROJECTED, drawn with
+    the perturbation's own rng seed), ``(ref, cand)`` for the others."""
+    twin = LABEL_TWIN[name](ref, np.random.default_rng([seed, len(name)])) if name in LABEL_TWIN else ref
+    label = LABEL_PROJECTED[name](ref, np.random.default_rng([seed, len(name)])) if name in LABEL_PROJECTED else cand
+    return twin, label
+
+
 # ---- large models: where the exact layer refuses (more than EXACT_MAX_VARS columns) and WL decides ----------------
 
 EXACT_MAX_VARS = 3000  # contracts.equivalence.canonical.exact_hash's default
@@ -644,13 +652,8 @@ def large_slice(families: tuple[str, ...], seeds: int, env) -> dict:  # noqa: AN
                     cand = fn(ref, rng)
                     if cand is None:
                         continue
-                    if not truth:
-                        twin = (LABEL_TWIN[name](ref, np.random.default_rng([seed, len(name)]))
-                                if name in LABEL_TWIN else ref)
-                        label = (LABEL_PROJECTED[name](ref, np.random.default_rng([seed, len(name)]))
-                                 if name in LABEL_PROJECTED else cand)
-                        if not really_different_tiled(twin, label, env):
-                            continue
+                    if not truth and not really_different_tiled(*label_pair(ref, cand, name, seed), env):
+                        continue
                     t0 = time.perf_counter()
                     res = compare_models(ref, cand.to_mps())
                     rows.append({"family": family, "seed": seed, "transform": name, "truth": truth,
@@ -695,11 +698,8 @@ def main(argv: list[str] | None = None) -> dict:
                 for name, fn in table.items():
                     rng = np.random.default_rng([seed, len(name)])
                     cand = fn(prob.ir, rng)
-                    twin = (LABEL_TWIN[name](prob.ir, np.random.default_rng([seed, len(name)]))
-                            if name in LABEL_TWIN else prob.ir)
-                    label = (LABEL_PROJECTED[name](prob.ir, np.random.default_rng([seed, len(name)]))
-                             if name in LABEL_PROJECTED else cand)
-                    if cand is not None and not truth and not really_different(twin, label, env):
+                    if cand is not None and not truth and not really_different(
+                            *label_pair(prob.ir, cand, name, seed), env):
                         dropped[name] = dropped.get(name, 0) + 1
                         continue
                     if cand is not None:

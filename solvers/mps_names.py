@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 _SPACE = re.compile(r"\s")
+_FIELD = re.compile(r"\S+")
 
 
 def mps_names(names: list[str], reserved: frozenset[str] = frozenset()) -> list[str]:
@@ -24,7 +25,7 @@ def mps_names(names: list[str], reserved: frozenset[str] = frozenset()) -> list[
         if n and not _SPACE.search(n) and n not in reserved:
             out.append(n)
             continue
-        base = mps_label(n) or "_"
+        base = _SPACE.sub("_", n) or "_"
         cand, k = base, 1
         while cand in taken:
             k += 1
@@ -32,11 +33,6 @@ def mps_names(names: list[str], reserved: frozenset[str] = frozenset()) -> list[
         taken.add(cand)
         out.append(cand)
     return out
-
-
-def mps_label(name: str) -> str:
-    """``name`` as a writer that replaces whitespace writes it (the match a solution's names need)."""
-    return _SPACE.sub("_", name)
 
 
 def respace(mps: str, columns: list[str], rows: list[str]) -> str:
@@ -69,5 +65,3 @@ def respace(mps: str, columns: list[str], rows: list[str]) -> str:
         out.append("".join(pieces) + line[pos:] if pieces else line)
     return "".join(out)
 
-
-_FIELD = re.compile(r"\S+")

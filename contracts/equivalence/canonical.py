@@ -138,8 +138,9 @@ def _scale_columns(m: StdModel) -> None:
         m.ub[j] *= f
 
 
-# Above this many unknowns (rows + continuous columns) the ridge least squares is solved as a sparse system: the dense SVD costs O(n^3) (131 s for a 3,000-column transportation model; bench/equivalence.py's
-# large-model slice), the sparse factorisation well under a second. Below it, the dense solve stays, so the hashes
+# Above this many unknowns (rows + continuous columns) the ridge least squares is solved as a sparse system: the
+# dense SVD costs O(n^3) (131 s for a 3,000-column transportation model; bench/equivalence.py's large-model slice),
+# the sparse factorisation well under a second. Below it, the dense solve stays, so the hashes
 # of the models the generators make (and any stored structural hash) are unchanged.
 DENSE_SCALE_MAX = 1500
 _RIDGE = 1e-6
