@@ -17,13 +17,15 @@ _FIELD = re.compile(r"\S+")
 
 def mps_names(names: list[str], reserved: frozenset[str] = frozenset()) -> list[str]:
     """Each whitespace character becomes ``_`` (as OR-Tools writes it; HiGHS too, for spaces); a name that then
-    collides with another (or with a reserved one, the objective row ``obj``) gets ``~2``, ``~3``, ... Names that
-    need no change stay as they are."""
+    collides with another (or with a reserved one, the objective row ``obj``), and a repeat of a name, gets ``~2``,
+    ``~3``, ... Names that need no change stay as they are (the first of repeated ones too)."""
     taken = set(reserved) | {n for n in names if n and not _SPACE.search(n)}
     out: list[str] = []
+    kept: set[str] = set()
     for n in names:
-        if n and not _SPACE.search(n) and n not in reserved:
+        if n and not _SPACE.search(n) and n not in reserved and n not in kept:
             out.append(n)
+            kept.add(n)
             continue
         base = _SPACE.sub("_", n) or "_"
         cand, k = base, 1

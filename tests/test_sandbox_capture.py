@@ -266,3 +266,71 @@ def test_respace_rewrites_every_spaced_name_one_way() -> None:
     assert respace(text, ["a b", "a_b"], ["a b"]) == text.replace("a b", "a_b~2")
     long = "    Old Mill East  obj  1\n    Old Mill  obj  2\n"
     assert respace(long, ["Old Mill East", "Old Mill"], []) == "    Old_Mill_East  obj  1\n    Old_Mill  obj  2\n"
+
+
+# Numbers a program states with more digits than 6: the captured model must carry them as the program built them.
+# OR-Tools' own MPS writers print 6 significant digits (1/12 -> 0.0833333), so the parent read a different model and
+# called an honest program with a cost of 123.45678912345 tampered (its objective re-check is relative 1e-6).
+COST, COEF, RHS = 123.45678912345, 1.0000051, 5.00000123456789
+
+
+def _precise(template: str) -> str:
+    import re
+
+    code = template.replace("{infeasible}", "# ")
+    code = re.sub(r"(?<![\d.])3\*", f"{COST!r}*", code, count=1)  # the objective's 3*x
+    return re.sub(r"\+ (m\.)?y <= 5\b", rf"+ {COEF!r}*\1y <= {RHS!r}", code, count=1)  # x + y <= 5
+
+
+@pytest.mark.parametrize("name", sorted(HAS_MPS | {"mathopt"}))
+def test_captured_models_keep_every_digit(name: str) -> None:
+    from solvers.sandbox.mps import read
+
+    code = _precise(PROGRAMS[name])
+    assert repr(COST) in code and repr(COEF) in code and repr(RHS) in code, code
+    (e,) = run_batch([Program(program_id=name, code=code)], SandboxConfig(timeout_s=60))
+    assert e.status == ExecStatus.OK, (e.error, e.stderr[-500:])
+    s = e.solves[0]
+    assert s.verification == "verified", s.verification
+    model = read(s.model_mps)
+    assert model is not None
+    # Exact: a writer that keeps every digit writes the shortest repr (or 17 digits), which reads back bit for bit.
+    # PuLP writes 12 significant digits, but CBC solves the file PuLP wrote, so that file is the model solved: 1e-11.
+    # The sign of the costs follows the writer's sense (some write a maximisation as a minimisation of -c).
+    rel = 1e-11 if name == "pulp" else 0.0
+    assert [abs(c) for c in model.col_cost] == pytest.approx([COST, 2.0], rel=rel), model.col_cost
+    assert COEF == pytest.approx(max(a for col in model.columns for _, a in col), rel=rel), model.columns
+    assert RHS == pytest.approx(model.row_upper[0], rel=rel), model.row_upper
+
+
+def test_ortools_mps_writer_constructs_read_back_by_highs() -> None:
+    """Every bound and row kind ``_write_mps`` writes means what the model said, read by HiGHS and by the fast
+    reader alike: ranged, free, equality rows; fixed, free, minus-infinity, negative-upper and unbounded integer
+    columns; names with spaces and repeated names; a column in no row."""
+    from solvers.sandbox.capture.ortools import _write_mps
+    from solvers.sandbox.mps import from_highs, parse
+
+    inf = float("inf")
+    columns = [("x y", -inf, inf, False, 1 / 3), ("x", 2.5, 2.5, False, 0.0), ("x", -inf, -1 / 7, False, 0.0),
+               ("n", 0.0, inf, True, -2.0), ("k", -3.0, 5.0, True, 0.0), ("z", 0.0, -1.0, False, 0.0),
+               ("lonely", 1.0, inf, False, 0.0)]
+    rows = [("r a", 1.0, 4.0), ("free", -inf, inf), ("eq", 0.1, 0.1), ("le", -inf, 1e-7), ("COST", 2.0, inf)]
+    entries = {0: [(0, 1.0), (1, 2.0), (2, 1 / 12)], 1: [(2, -1.0)], 2: [(3, 3.0)], 3: [(0, 1.0), (4, 1.0)],
+               4: [(3, -1.0), (4, 2.0)], 5: [(2, 1.0)]}
+    text = _write_mps(True, 0.25, columns, entries, rows)
+    # a free row is an N row (OR-Tools writes it so): HiGHS drops it; the fast reader leaves such a file to HiGHS
+    assert parse(text) is None
+    dropped = _write_mps(True, 0.25, columns, {j: [(i - (i > 1), a) for i, a in e if i != 1] for j, e in
+                                                entries.items()}, [r for r in rows if r[0] != "free"])
+    kept = [r for r in rows if r[0] != "free"]
+    for m in (from_highs(text), parse(dropped), from_highs(dropped)):
+        assert m is not None
+        assert m.maximize and m.offset == 0.25
+        assert m.col_names == ["x_y", "x", "x~2", "n", "k", "z", "lonely"]
+        assert m.col_lower == [-inf, 2.5, -inf, 0.0, -3.0, 0.0, 1.0]
+        assert m.col_upper == [inf, 2.5, -1 / 7, inf, 5.0, -1.0, inf]
+        assert m.integer == [False, False, False, True, True, False, False]
+        assert m.col_cost == [1 / 3, 0.0, 0.0, -2.0, 0.0, 0.0, 0.0]
+        assert m.row_names == ["r_a", "eq", "le", "COST~2"]
+        assert m.row_lower == [r[1] for r in kept] and m.row_upper == [r[2] for r in kept]
+        assert m.columns[0] == [(0, 1.0), (1, 1 / 12)] and m.columns[6] == []

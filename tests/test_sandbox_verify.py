@@ -90,10 +90,12 @@ cells[0].cell_contents = fake
 CASES = {
     # OR-Tools' linear solver always exports its model
     "lp_honest": (LP, ExecStatus.OK, ""),
+    # ... from exporters bound before the program runs (replacing them changes nothing)
     "lp_export_poisoned": ("from ortools.linear_solver import pywraplp\n"
                            "pywraplp.Solver.ExportModelAsMpsFormat = lambda self, *a: ''\n"
+                           "pywraplp.Solver.ExportModelToProto = lambda self, *a: None\n"
                            "pywraplp.Objective.Value = lambda self: 42.0\n" + LP, ExecStatus.TAMPERED,
-                           "without the model its capture always exports"),
+                           "claimed objective 42"),
     # CP-SAT: the compact model, its constraints, its objective
     "cp_honest": (CP, ExecStatus.OK, ""),
     "cp_global_honest": (CP_GLOBAL, ExecStatus.OK, ""),
@@ -124,7 +126,7 @@ CASES = {
                               "mps.ProblemWriter_mps.__call__ = lambda *a, **k: 1 / 0\n"
                               "pyomo.environ.value = lambda *a, **k: 42.0\n" + PYOMO, ExecStatus.TAMPERED,
                               "without the model its capture always exports"),
-    # MathOpt: exported through OR-Tools' own converter
+    # MathOpt: written from its proto, exported by a method bound before the program runs
     "mathopt_honest": (MATHOPT, ExecStatus.OK, ""),
     "mathopt_objective_forged": ("from ortools.math_opt.python import mathopt\n"
                                  "mathopt.SolveResult.objective_value = lambda self: 42.0\n" + MATHOPT,

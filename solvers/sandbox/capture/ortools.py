@@ -2,7 +2,7 @@
 (``mathopt.solve``).
 
 Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
-linear-solver record (``ExportModelAsMpsFormat`` writes any model pywraplp can hold), the compact CP-SAT model of a
+linear-solver record (written from the model's proto by ``_write_mps``: OR-Tools' own MPS writer rounds numbers), the compact CP-SAT model of a
 CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify/).
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from solvers.mps_names import mps_names
 from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
 from solvers.sandbox.verify.common import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
 from solvers.statuses import SolveStatus
@@ -46,10 +47,92 @@ def _describe_lp(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> 
             d.mip_gap = abs(d.objective - d.bound) / max(abs(d.objective), 1e-10)
     if _state["capture_mps"]:
         try:
-            d.model_mps = s.ExportModelAsMpsFormat(False, False)  # (fixed_format, obfuscated)
+            d.model_mps = _lp_mps(s)
         except Exception:
             d.model_mps = None
     return d
+
+
+def _write_mps(maximize: bool, offset: float, columns: list[tuple[str, float, float, bool, float]],
+               entries: dict[int, list[tuple[int, float]]], rows: list[tuple[str, float, float]]) -> str:
+    """Free-format MPS with every number as Python's shortest round-trip repr. OR-Tools' own writer
+    (``ExportModelAsMpsFormat``, MathOpt's ``model_proto_to_mps``) prints numbers at 6 significant digits
+    (``1/12`` -> ``0.0833333``), so the parent read a different model than the program solved: an honest program with
+    a cost of 123.45678912 failed the objective re-check and was called tampered.
+
+    ``columns``: (name, lower, upper, integer, cost) in the model's order; ``entries``: column index -> (row index,
+    coefficient); ``rows``: (name, lower, upper). Names go through ``mps_names`` (whitespace -> ``_``, unique), the
+    rule the verification matches a solution's names by; the objective row is ``COST``, as OR-Tools calls it. A row
+    with two finite sides is a G row with a range; a free row an N row, as OR-Tools writes it."""
+    inf = float("inf")
+    rn = mps_names([r[0] for r in rows], frozenset({"COST"}))
+    cn = mps_names([c[0] for c in columns])
+    out = ["NAME", "OBJSENSE", "    MAX" if maximize else "    MIN", "ROWS", " N  COST"]
+    rhs, ranges = [], []
+    for name, (_, lo, up) in zip(rn, rows, strict=True):
+        if lo == up:
+            out.append(f" E  {name}")
+            rhs.append((name, lo))
+        elif lo == -inf and up == inf:
+            out.append(f" N  {name}")
+        elif lo == -inf:
+            out.append(f" L  {name}")
+            rhs.append((name, up))
+        else:
+            out.append(f" G  {name}")
+            rhs.append((name, lo))
+            if up != inf:
+                ranges.append((name, up - lo))
+    out.append("COLUMNS")
+    bounds: list[str] = []
+    in_int = False
+    for j, (name, (_, lo, up, integer, cost)) in enumerate(zip(cn, columns, strict=True)):
+        if integer != in_int:
+            out.append(f"    MARKER 'MARKER' '{'INTORG' if integer else 'INTEND'}'")
+            in_int = integer
+        cells = ([("COST", cost)] if cost else []) + [(rn[i], a) for i, a in entries.get(j, ()) if a]
+        out += [f"    {name} {row} {a!r}" for row, a in cells or [("COST", 0.0)]]
+        if lo == up:
+            bounds.append(f" FX BND {name} {lo!r}")
+        elif lo == -inf:
+            bounds.append(f" {'FR' if up == inf else 'MI'} BND {name}")
+        elif lo != 0 or integer or up < 0:  # integer columns always named: MPS readers default them to binary
+            bounds.append(f" LO BND {name} {lo!r}")
+        if lo != up and up != inf and not (lo == -inf and up == inf):
+            bounds.append(f" UP BND {name} {up!r}")
+        elif lo != up and integer and lo != -inf:
+            bounds.append(f" PL BND {name}")
+    if in_int:
+        out.append("    MARKER 'MARKER' 'INTEND'")
+    out.append("RHS")
+    out += [f"    RHS {name} {v!r}" for name, v in rhs if v]
+    if offset:
+        out.append(f"    RHS COST {-offset!r}")  # the objective row's RHS is minus its constant
+    if ranges:
+        out.append("RANGES")
+        out += [f"    RNG {name} {r!r}" for name, r in ranges]
+    out += ["BOUNDS", *bounds, "ENDATA"]
+    return "\n".join(out) + "\n"
+
+
+_LP_EXPORT: list[Any] = []  # Solver.ExportModelToProto and MPModelProto, bound when the hook is installed
+
+
+def _lp_mps(s: Any) -> str | None:
+    """A pywraplp model as MPS (``_write_mps``), from its MPModelProto; None for what MPS cannot hold here (general
+    constraints, a quadratic objective)."""
+    export, proto_type = _LP_EXPORT
+    proto = proto_type()
+    export(s, proto)
+    if len(proto.general_constraint) or len(proto.quadratic_objective.coefficient):
+        return None
+    columns = [(v.name, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient) for v in proto.variable]
+    entries: dict[int, list[tuple[int, float]]] = {}
+    for i, c in enumerate(proto.constraint):
+        for j, a in zip(c.var_index, c.coefficient, strict=True):
+            entries.setdefault(j, []).append((i, a))
+    rows = [(c.name, c.lower_bound, c.upper_bound) for c in proto.constraint]
+    return _write_mps(proto.maximize, proto.objective_offset, columns, entries, rows)
 
 
 # CP-SAT CpSolverStatus: UNKNOWN 0, MODEL_INVALID 1, FEASIBLE 2, INFEASIBLE 3, OPTIMAL 4.
@@ -201,37 +284,43 @@ def _describe_mathopt(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     return d
 
 
-_MPS_CONVERTER: list[Any] = []  # mps_converter.model_proto_to_mps, bound when the hook is installed
+_MATHOPT_EXPORT: list[Any] = []  # mathopt.Model.export_model, bound when the hook is installed
 
 
 def _mathopt_mps(model: Any) -> tuple[str | None, dict[str, Any]]:
-    """The MathOpt model as MPS through OR-Tools' own converter. Columns and rows are renamed ``_v<id>`` /
-    ``_c<id>`` first (the converter refuses repeated or missing names; MathOpt allows both), with the column -> name
-    map for the parent. ``linear``: the model has nothing MPS cannot hold here (quadratic terms, cones, SOS,
-    indicators, auxiliary objectives), so an intact capture always sends its MPS."""
-    proto = model.export_model()
+    """The MathOpt model as MPS (``_write_mps``). Columns and rows are named ``_v<id>`` / ``_c<id>`` (MathOpt
+    allows repeated and missing names), with the column -> name map for the parent. ``linear``: the model has nothing
+    MPS cannot hold here (quadratic terms, cones, SOS, indicators, auxiliary objectives), so an intact capture always
+    sends its MPS."""
+    proto = (_MATHOPT_EXPORT[0] if _MATHOPT_EXPORT else type(model).export_model)(model)
     linear = not (len(proto.objective.quadratic_coefficients.row_ids) or len(proto.quadratic_constraints)
                   or len(proto.second_order_cone_constraints) or len(proto.sos1_constraints)
                   or len(proto.sos2_constraints) or len(proto.indicator_constraints)
                   or len(proto.auxiliary_objectives))
-    ids, names = list(proto.variables.ids), list(proto.variables.names)
+    var, obj, lin, mat = proto.variables, proto.objective, proto.linear_constraints, proto.linear_constraint_matrix
+    ids, names = list(var.ids), list(var.names)
     labels = {f"_v{i}": (names[k] if k < len(names) and names[k] else f"x{i}") for k, i in enumerate(ids)}
-    del proto.variables.names[:]
-    proto.variables.names.extend(f"_v{i}" for i in ids)
-    rows = list(proto.linear_constraints.ids)
-    del proto.linear_constraints.names[:]
-    proto.linear_constraints.names.extend(f"_c{i}" for i in rows)
-    try:
-        mps = _MPS_CONVERTER[0](proto) if linear and _MPS_CONVERTER else None
-    except Exception:
-        mps = None
-    return mps or None, {"labels": labels, "linear": linear}
+    if not linear:
+        return None, {"labels": labels, "linear": linear}
+    col = {i: k for k, i in enumerate(ids)}
+    row = {i: k for k, i in enumerate(lin.ids)}
+    cost = dict(zip(obj.linear_coefficients.ids, obj.linear_coefficients.values, strict=True))
+    integers = list(var.integers) or [False] * len(ids)
+    columns = [(f"_v{i}", lo, up, bool(integer), cost.get(i, 0.0))
+               for i, lo, up, integer in zip(ids, var.lower_bounds, var.upper_bounds, integers, strict=True)]
+    entries: dict[int, list[tuple[int, float]]] = {}
+    for r, c, a in zip(mat.row_ids, mat.column_ids, mat.coefficients, strict=True):
+        entries.setdefault(col[c], []).append((row[r], a))
+    rows = [(f"_c{i}", lo, up) for i, lo, up in zip(lin.ids, lin.lower_bounds, lin.upper_bounds, strict=True)]
+    return _write_mps(obj.maximize, obj.offset, columns, entries, rows), {"labels": labels, "linear": linear}
 
 
 @hook("ortools.pywraplp", ("ortools.linear_solver.pywraplp",))
 def install_lp() -> None:
-    from ortools.linear_solver import pywraplp
+    from ortools.linear_solver import linear_solver_pb2, pywraplp
 
+    # Bound before the program runs: a program that replaces the exporter cannot hand the parent another model.
+    _LP_EXPORT[:] = [pywraplp.Solver.ExportModelToProto, linear_solver_pb2.MPModelProto]
     patch_solves("ortools", pywraplp.Solver, ("Solve",), _describe_lp, kind=LINEAR_SOLVER)
 
 
@@ -263,13 +352,7 @@ def install_mathopt() -> None:
     import ortools.math_opt.python.mathopt as mathopt
     import ortools.math_opt.python.solve as solve_mod
 
-    try:
-        from ortools.math_opt.io.python import mps_converter
-
-        _MPS_CONVERTER[:] = [mps_converter.model_proto_to_mps]
-    except ImportError:  # an OR-Tools without the converter: MathOpt records stay without a model
-        pass
-
+    _MATHOPT_EXPORT[:] = [mathopt.Model.export_model]
     wrapper = wrap_solve("ortools", solve_mod.solve, _describe_mathopt, kind=MATHOPT)
     patch(solve_mod, "solve", wrapper)
     patch(mathopt, "solve", wrapper)
