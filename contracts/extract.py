@@ -67,6 +67,7 @@ def extract_code(text: str) -> str | None:
     """The program in ``text``, or None when it holds none. See the module docstring for the rules."""
     if not text or not text.strip():
         return None
+    text = text.replace("\r\n", "\n")  # CRLF (a Windows client, some chat servers): fences close on their line
     blocks = code_blocks(text)
     if blocks:
         python = [b for tag, b in blocks if tag in PYTHON_TAGS]

@@ -34,6 +34,9 @@ SOLVER_BLOCK = "import gurobipy as gp\nm = gp.Model()\nm.optimize()\n"
     # OR-R1 style tags, closed or cut off
     (f"<think>plan</think>\n<model>x</model>\n<code>\n{SOLVER_BLOCK}</code>", SOLVER_BLOCK),
     (f"<think>plan</think>\n<code>\n{SOLVER_BLOCK}", SOLVER_BLOCK),
+    # CRLF line endings (a Windows client, some chat servers): the closing fence still closes the block
+    (f"Here:\r\n```python\r\n{SOLVER_BLOCK.replace(chr(10), chr(13) + chr(10))}```\r\nThe answer is 3.\r\n",
+     SOLVER_BLOCK),
     ("The answer is 42.", None),
     ("", None),
     ("```text\nnot code at all\n```", None),
