@@ -144,6 +144,7 @@ def _scale_columns(m: StdModel) -> None:
 # of the models the generators make (and any stored structural hash) are unchanged.
 DENSE_SCALE_MAX = 1500
 _RIDGE = 1e-6
+_REFINE_STEPS = 2  # the sparse path's proximal refinement (_log_scale_solve)
 
 
 def _log_scale_solve(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any:
@@ -161,7 +162,7 @@ def _log_scale_solve(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any
         return np.linalg.lstsq(np.vstack([a_mat, _RIDGE * np.eye(n)]), np.concatenate([b, np.zeros(n)]),
                                rcond=None)[0]
     from scipy.sparse import bmat, coo_matrix, identity
-    from scipy.sparse.linalg import spsolve
+    from scipy.sparse.linalg import splu
 
     a_sp = coo_matrix((np.concatenate([np.ones(len(rr)), -np.ones(len(cc))]),
                        (np.array(rr + cc), np.array([eqs[e][0] for e in rr] + [n_r + eqs[e][1] for e in cc]))),
@@ -170,7 +171,16 @@ def _log_scale_solve(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any
     # squaring A's condition number (the normal equations A'A would); SuperLU factors it in well under a second.
     m_eq = len(eqs)
     aug = bmat([[identity(m_eq), a_sp], [a_sp.T, -_RIDGE**2 * identity(n)]], format="csc")
-    return spsolve(aug, np.concatenate([b, np.zeros(n)]))[m_eq:]
+    lu = splu(aug)
+    x = lu.solve(np.concatenate([b, np.zeros(n)]))[m_eq:]
+    # The ridge pulls each direction of A by RIDGE^2 / (its eigenvalue of A'A + RIDGE^2): nothing for most, but a
+    # weakly anchored one (a long chain of rows pinned by one cost, eigenvalue ~1e-7 in a 3,000-column model) moved
+    # a model and its rescaled copy apart in the 6th digit (1 miss in the large-model slice). Proximal steps
+    # x += argmin ||A d - (b - A x)||^2 + RIDGE^2 ||d||^2 on the same factorisation shrink that pull by the same
+    # factor each; the null space (no anchor at all) stays at 0, for _pin_free_components.
+    for _ in range(_REFINE_STEPS):
+        x = x + lu.solve(np.concatenate([b - a_sp @ x, np.zeros(n)]))[m_eq:]
+    return x
 
 
 def _pin_free_components(m: StdModel, eqs: list[tuple[int, int, float]], free: list[int], sol: Any,
@@ -355,10 +365,12 @@ def _orient_rows(m: StdModel) -> None:
         unsigned.rows[i] = {j: abs(c) for j, c in m.rows[i].items()}
     var, _ = refine(unsigned, *initial_colours(unsigned))
     for i in ties:
-        colours = sorted((var[j], j) for j in m.rows[i])
-        if len(colours) > 1 and colours[0][0] == colours[1][0]:
-            continue  # symmetric within the row: either sign is as good
-        if m.rows[i][colours[0][1]] < 0:
+        # the row's (column colour, coefficient) multiset against its negation's; equal: symmetric, either sign
+        # is as good. (Only the smallest colour used to decide, and a row whose two smallest columns shared a colour
+        # was left as written: a flow balance x_in - x_out = 0 kept the program's sign, 1 held-out miss.)
+        kp = sorted((var[j], r(c)) for j, c in m.rows[i].items())
+        kn = sorted((var[j], r(-c)) for j, c in m.rows[i].items())
+        if kn < kp:
             m.rows[i] = {j: -c for j, c in m.rows[i].items()}
             m.lo[i], m.hi[i] = -m.hi[i], -m.lo[i]
 
