@@ -66,6 +66,15 @@ m.add_linear_constraint(x + y <= 5)
 m.maximize(3*x + 2*y)
 mathopt.solve(m, mathopt.SolverType.GSCIP)
 """,
+    "model_builder": """
+from ortools.linear_solver.python import model_builder as mb
+m = mb.Model()
+x = m.new_num_var(0, 4, "x"); y = m.new_int_var(0, 3, "y")
+m.add(x + y <= 5)
+{infeasible}m.add(x + y >= 8)
+m.maximize(3*x + 2*y)
+mb.Solver("scip").solve(m)
+""",
     "coptpy": """
 import coptpy as cp
 env = cp.Envr(); m = env.createModel("t")
@@ -102,11 +111,16 @@ p += x + y <= 5
 p.solve(pulp.PULP_CBC_CMD(msg=0))
 """,
 }
-API_OF = {"ortools-scip": "ortools", "ortools-glop": "ortools", "cp-sat": "ortools", "mathopt": "ortools"}
+# prob.solve() with no solver: PuLP's default CBC object, made when pulp is imported (before the fork, in a warm worker)
+PROGRAMS["pulp-default"] = PROGRAMS["pulp"].replace("p.solve(pulp.PULP_CBC_CMD(msg=0))", "p.solve()")
+API_OF = {"ortools-scip": "ortools", "ortools-glop": "ortools", "cp-sat": "ortools", "mathopt": "ortools",
+          "model_builder": "ortools", "pulp-default": "pulp"}
 # The LP variant (glop) has y continuous in [0, 1]: optimum 3*4 + 2*1 = 14 as well.
 OPTIMUM = 14.0
-# Exports we can read back as MPS: every API with a writer (CP-SAT and MathOpt have none).
-HAS_MPS = {"gurobipy", "pyomo", "ortools-scip", "ortools-glop", "coptpy", "docplex", "highspy", "pulp"}
+# Exports we can read back as MPS: every API with a writer (CP-SAT has none; MathOpt's columns are named by id,
+# checked in test_captured_models_keep_every_digit).
+HAS_MPS = {"gurobipy", "pyomo", "ortools-scip", "ortools-glop", "model_builder", "coptpy", "docplex", "highspy",
+           "pulp"}
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +321,7 @@ def test_ortools_mps_writer_constructs_read_back_by_highs() -> None:
     """Every bound and row kind ``_write_mps`` writes means what the model said, read by HiGHS and by the fast
     reader alike: ranged, free, equality rows; fixed, free, minus-infinity, negative-upper and unbounded integer
     columns; names with spaces and repeated names; a column in no row."""
-    from solvers.sandbox.capture.ortools import _write_mps
+    from solvers.sandbox.capture import write_mps as _write_mps
     from solvers.sandbox.mps import from_highs, parse
 
     inf = float("inf")

@@ -68,6 +68,13 @@ m.add_linear_constraint(x + y <= 5)
 m.maximize(3*x + 2*y)
 mathopt.solve(m, mathopt.SolverType.GSCIP)
 """
+MODEL_BUILDER = """from ortools.linear_solver.python import model_builder as mb
+m = mb.Model()
+x = m.new_num_var(0, 4, "x"); y = m.new_int_var(0, 3, "y")
+m.add(x + y <= 5)
+m.maximize(3*x + 2*y)
+mb.Solver("scip").solve(m)
+"""
 GUROBI = """import gurobipy as gp
 m = gp.Model(); m.Params.OutputFlag = 0
 x = m.addVar(ub=4, name="x"); y = m.addVar(vtype="I", ub=3, name="y")
@@ -120,6 +127,13 @@ CASES = {
     # pyomo: a linear model always exports (numeric labels when symbolic ones collide)
     "pyomo_honest": (PYOMO, ExecStatus.OK, ""),
     "pyomo_labels_honest": (PYOMO_LABELS, ExecStatus.OK, ""),
+    # a persistent solver: solve() takes no model (set_instance gave it); the capture found none and failed
+    "pyomo_persistent_honest": (PYOMO.replace('pe.SolverFactory("highs").solve(m)',
+                                              's = pe.SolverFactory("gurobi_persistent"); s.set_instance(m); s.solve()'),
+                                ExecStatus.OK, ""),
+    "pyomo_persistent_forged": ("import pyomo.environ\npyomo.environ.value = lambda *a, **k: 42.0\n" + PYOMO.replace(
+        'pe.SolverFactory("highs").solve(m)', 's = pe.SolverFactory("gurobi_persistent"); s.set_instance(m); s.solve()'),
+        ExecStatus.TAMPERED, "claimed objective 42"),
     "pyomo_labels_forged": ("import pyomo.environ\npyomo.environ.value = lambda *a, **k: 42.0\n" + PYOMO_LABELS,
                             ExecStatus.TAMPERED, "claimed objective 42"),
     "pyomo_writer_poisoned": ("import pyomo.environ\nimport pyomo.repn.plugins.mps as mps\n"
@@ -134,6 +148,16 @@ CASES = {
     "mathopt_model_dropped": ("import ortools.math_opt.python.mathopt as mo\n"
                               + SWAP_DESCRIBER.format(target="mo.solve", describer="_describe_mathopt") + MATHOPT,
                               ExecStatus.TAMPERED, "without the model its capture always exports"),
+    # model_builder: written from its proto (exported by a method bound before the program runs); a model with an
+    # indicator constraint has no MPS and says so ("linear": false), which is no forgery
+    "model_builder_honest": (MODEL_BUILDER, ExecStatus.OK, ""),
+    "model_builder_indicator_honest": (MODEL_BUILDER.replace("m.add(x + y <= 5)", "m.add(x + y <= 5)\n"
+                                                             "z = m.new_bool_var('z'); m.add_enforced(y >= 1, z, True)"),
+                                       ExecStatus.OK, ""),
+    "model_builder_objective_forged": ("from ortools.linear_solver.python import model_builder as mb\n"
+                                       "mb.Model.export_to_proto = lambda self: None\n"
+                                       "mb.Solver.objective_value = property(lambda self: 42.0)\n" + MODEL_BUILDER,
+                                       ExecStatus.TAMPERED, "claimed objective 42"),
     # no-solution claims re-solved by HiGHS: a feasible, bounded model said to be infeasible / unbounded
     "claims_infeasible": (GUROBI.replace("m = gp.Model()", "class M(gp.Model):\n    Status = 3\nm = M()"),
                           ExecStatus.TAMPERED, "claimed infeasible, but its own model has a finite optimum"),

@@ -65,6 +65,7 @@ def child_main(config: GivenConfig, workdir: str, out_fd: int, err_fd: int, chan
         # The worker's environment is already the programs' (worker.child_env); only these two are per program.
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         reseed()
+        fresh_temp_dirs()
         send = make_sender(hidden, key, _TRUSTED or _trusted_senders())
         # Everything that does not need the program is done before it arrives (off the program's critical path):
         # the capture's sink, the sandbox's modules out of sight, the audit hook.
@@ -99,6 +100,20 @@ def reseed() -> None:
     rnd = sys.modules.get("random")
     if rnd is not None:
         rnd._inst.seed()
+
+
+def fresh_temp_dirs() -> None:
+    """Temporary directories that a preloaded module settled before the fork point at the worker's, which the program
+    cannot write: ``tempfile``'s cached ``gettempdir()``, and the solver object PuLP makes at import
+    (``LpSolverDefault``, what ``prob.solve()`` uses: its files went to /tmp, PermissionError)."""
+    tf = sys.modules.get("tempfile")
+    if tf is not None:
+        tf.tempdir = None  # recomputed from TMPDIR on next use
+    pulp = sys.modules.get("pulp")
+    default = getattr(pulp, "LpSolverDefault", None) if pulp is not None else None
+    if default is not None and hasattr(default, "setTmpDir"):
+        with contextlib.suppress(Exception):
+            default.setTmpDir()
 
 
 def _libc() -> ctypes.CDLL:

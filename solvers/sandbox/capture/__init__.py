@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvers.mps_names import mps_names
 from solvers.statuses import SolveStatus
 
 # Set by the sandbox child before user code runs: called with one dict per captured solve call.
@@ -173,6 +174,69 @@ def with_objective_constant(mps: str | None, rhs: float) -> str | None:
     if rhs != 0.0:
         kept.insert(end_of_rhs, f"    {set_name}  {objective}  {rhs!r}\n")
     return "".join(kept)
+
+
+def write_mps(maximize: bool, offset: float, columns: list[tuple[str, float, float, bool, float]],
+               entries: dict[int, list[tuple[int, float]]], rows: list[tuple[str, float, float]]) -> str:
+    """Free-format MPS with every number as Python's shortest round-trip repr, for captures that build the model
+    text themselves (OR-Tools from its protos, scipy from linprog / milp's arrays). OR-Tools' own writer
+    (``ExportModelAsMpsFormat``, MathOpt's ``model_proto_to_mps``) prints numbers at 6 significant digits
+    (``1/12`` -> ``0.0833333``), so the parent read a different model than the program solved: an honest program with
+    a cost of 123.45678912 failed the objective re-check and was called tampered.
+
+    ``columns``: (name, lower, upper, integer, cost) in the model's order; ``entries``: column index -> (row index,
+    coefficient); ``rows``: (name, lower, upper). Names go through ``mps_names`` (whitespace -> ``_``, unique), the
+    rule the verification matches a solution's names by; the objective row is ``COST``, as OR-Tools calls it. A row
+    with two finite sides is a G row with a range; a free row an N row, as OR-Tools writes it."""
+    inf = float("inf")
+    rn = mps_names([r[0] for r in rows], frozenset({"COST"}))
+    cn = mps_names([c[0] for c in columns])
+    out = ["NAME", "OBJSENSE", "    MAX" if maximize else "    MIN", "ROWS", " N  COST"]
+    rhs, ranges = [], []
+    for name, (_, lo, up) in zip(rn, rows, strict=True):
+        if lo == up:
+            out.append(f" E  {name}")
+            rhs.append((name, lo))
+        elif lo == -inf and up == inf:
+            out.append(f" N  {name}")
+        elif lo == -inf:
+            out.append(f" L  {name}")
+            rhs.append((name, up))
+        else:
+            out.append(f" G  {name}")
+            rhs.append((name, lo))
+            if up != inf:
+                ranges.append((name, up - lo))
+    out.append("COLUMNS")
+    bounds: list[str] = []
+    in_int = False
+    for j, (name, (_, lo, up, integer, cost)) in enumerate(zip(cn, columns, strict=True)):
+        if integer != in_int:
+            out.append(f"    MARKER 'MARKER' '{'INTORG' if integer else 'INTEND'}'")
+            in_int = integer
+        cells = ([("COST", cost)] if cost else []) + [(rn[i], a) for i, a in entries.get(j, ()) if a]
+        out += [f"    {name} {row} {a!r}" for row, a in cells or [("COST", 0.0)]]
+        if lo == up:
+            bounds.append(f" FX BND {name} {lo!r}")
+        elif lo == -inf:
+            bounds.append(f" {'FR' if up == inf else 'MI'} BND {name}")
+        elif lo != 0 or integer or up < 0:  # integer columns always named: MPS readers default them to binary
+            bounds.append(f" LO BND {name} {lo!r}")
+        if lo != up and up != inf and not (lo == -inf and up == inf):
+            bounds.append(f" UP BND {name} {up!r}")
+        elif lo != up and integer and lo != -inf:
+            bounds.append(f" PL BND {name}")
+    if in_int:
+        out.append("    MARKER 'MARKER' 'INTEND'")
+    out.append("RHS")
+    out += [f"    RHS {name} {v!r}" for name, v in rhs if v]
+    if offset:
+        out.append(f"    RHS COST {-offset!r}")  # the objective row's RHS is minus its constant
+    if ranges:
+        out.append("RANGES")
+        out += [f"    RNG {name} {r!r}" for name, r in ranges]
+    out += ["BOUNDS", *bounds, "ENDATA"]
+    return "\n".join(out) + "\n"
 
 
 def capped_solution(pairs: Any) -> dict[str, float]:
@@ -436,6 +500,7 @@ def load_hook_modules() -> None:
         ortools,
         pulp_,
         pyomo_,
+        scipy_,
     )
 
 

@@ -2,7 +2,7 @@
 (``mathopt.solve``).
 
 Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
-linear-solver record (written from the model's proto by ``_write_mps``: OR-Tools' own MPS writer rounds numbers), the compact CP-SAT model of a
+linear-solver record (written from the model's proto by ``write_mps``: OR-Tools' own MPS writer rounds numbers), the compact CP-SAT model of a
 CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify/).
 """
 
@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.mps_names import mps_names
-from solvers.sandbox.capture import Described, _state, capped_solution, hook, patch, patch_solves, wrap_solve
-from solvers.sandbox.verify.common import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT
+from solvers.sandbox.capture import (
+    Described,
+    _state,
+    capped_solution,
+    hook,
+    patch,
+    patch_solves,
+    wrap_solve,
+    write_mps,
+)
+from solvers.sandbox.verify.common import CP_MAX_ITEMS, CP_SAT, LINEAR_SOLVER, MATHOPT, MODEL_BUILDER
 from solvers.statuses import SolveStatus
 
 
@@ -53,73 +61,11 @@ def _describe_lp(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> 
     return d
 
 
-def _write_mps(maximize: bool, offset: float, columns: list[tuple[str, float, float, bool, float]],
-               entries: dict[int, list[tuple[int, float]]], rows: list[tuple[str, float, float]]) -> str:
-    """Free-format MPS with every number as Python's shortest round-trip repr. OR-Tools' own writer
-    (``ExportModelAsMpsFormat``, MathOpt's ``model_proto_to_mps``) prints numbers at 6 significant digits
-    (``1/12`` -> ``0.0833333``), so the parent read a different model than the program solved: an honest program with
-    a cost of 123.45678912 failed the objective re-check and was called tampered.
-
-    ``columns``: (name, lower, upper, integer, cost) in the model's order; ``entries``: column index -> (row index,
-    coefficient); ``rows``: (name, lower, upper). Names go through ``mps_names`` (whitespace -> ``_``, unique), the
-    rule the verification matches a solution's names by; the objective row is ``COST``, as OR-Tools calls it. A row
-    with two finite sides is a G row with a range; a free row an N row, as OR-Tools writes it."""
-    inf = float("inf")
-    rn = mps_names([r[0] for r in rows], frozenset({"COST"}))
-    cn = mps_names([c[0] for c in columns])
-    out = ["NAME", "OBJSENSE", "    MAX" if maximize else "    MIN", "ROWS", " N  COST"]
-    rhs, ranges = [], []
-    for name, (_, lo, up) in zip(rn, rows, strict=True):
-        if lo == up:
-            out.append(f" E  {name}")
-            rhs.append((name, lo))
-        elif lo == -inf and up == inf:
-            out.append(f" N  {name}")
-        elif lo == -inf:
-            out.append(f" L  {name}")
-            rhs.append((name, up))
-        else:
-            out.append(f" G  {name}")
-            rhs.append((name, lo))
-            if up != inf:
-                ranges.append((name, up - lo))
-    out.append("COLUMNS")
-    bounds: list[str] = []
-    in_int = False
-    for j, (name, (_, lo, up, integer, cost)) in enumerate(zip(cn, columns, strict=True)):
-        if integer != in_int:
-            out.append(f"    MARKER 'MARKER' '{'INTORG' if integer else 'INTEND'}'")
-            in_int = integer
-        cells = ([("COST", cost)] if cost else []) + [(rn[i], a) for i, a in entries.get(j, ()) if a]
-        out += [f"    {name} {row} {a!r}" for row, a in cells or [("COST", 0.0)]]
-        if lo == up:
-            bounds.append(f" FX BND {name} {lo!r}")
-        elif lo == -inf:
-            bounds.append(f" {'FR' if up == inf else 'MI'} BND {name}")
-        elif lo != 0 or integer or up < 0:  # integer columns always named: MPS readers default them to binary
-            bounds.append(f" LO BND {name} {lo!r}")
-        if lo != up and up != inf and not (lo == -inf and up == inf):
-            bounds.append(f" UP BND {name} {up!r}")
-        elif lo != up and integer and lo != -inf:
-            bounds.append(f" PL BND {name}")
-    if in_int:
-        out.append("    MARKER 'MARKER' 'INTEND'")
-    out.append("RHS")
-    out += [f"    RHS {name} {v!r}" for name, v in rhs if v]
-    if offset:
-        out.append(f"    RHS COST {-offset!r}")  # the objective row's RHS is minus its constant
-    if ranges:
-        out.append("RANGES")
-        out += [f"    RNG {name} {r!r}" for name, r in ranges]
-    out += ["BOUNDS", *bounds, "ENDATA"]
-    return "\n".join(out) + "\n"
-
-
 _LP_EXPORT: list[Any] = []  # Solver.ExportModelToProto and MPModelProto, bound when the hook is installed
 
 
 def _lp_mps(s: Any) -> str | None:
-    """A pywraplp model as MPS (``_write_mps``), from its MPModelProto; None for what MPS cannot hold here (general
+    """A pywraplp model as MPS (``write_mps``), from its MPModelProto; None for what MPS cannot hold here (general
     constraints, a quadratic objective)."""
     export, proto_type = _LP_EXPORT
     proto = proto_type()
@@ -132,7 +78,7 @@ def _lp_mps(s: Any) -> str | None:
         for j, a in zip(c.var_index, c.coefficient, strict=True):
             entries.setdefault(j, []).append((i, a))
     rows = [(c.name, c.lower_bound, c.upper_bound) for c in proto.constraint]
-    return _write_mps(proto.maximize, proto.objective_offset, columns, entries, rows)
+    return write_mps(proto.maximize, proto.objective_offset, columns, entries, rows)
 
 
 # CP-SAT CpSolverStatus: UNKNOWN 0, MODEL_INVALID 1, FEASIBLE 2, INFEASIBLE 3, OPTIMAL 4.
@@ -288,7 +234,7 @@ _MATHOPT_EXPORT: list[Any] = []  # mathopt.Model.export_model, bound when the ho
 
 
 def _mathopt_mps(model: Any) -> tuple[str | None, dict[str, Any]]:
-    """The MathOpt model as MPS (``_write_mps``). Columns and rows are named ``_v<id>`` / ``_c<id>`` (MathOpt
+    """The MathOpt model as MPS (``write_mps``). Columns and rows are named ``_v<id>`` / ``_c<id>`` (MathOpt
     allows repeated and missing names), with the column -> name map for the parent. ``linear``: the model has nothing
     MPS cannot hold here (quadratic terms, cones, SOS, indicators, auxiliary objectives), so an intact capture always
     sends its MPS."""
@@ -312,7 +258,7 @@ def _mathopt_mps(model: Any) -> tuple[str | None, dict[str, Any]]:
     for r, c, a in zip(mat.row_ids, mat.column_ids, mat.coefficients, strict=True):
         entries.setdefault(col[c], []).append((row[r], a))
     rows = [(f"_c{i}", lo, up) for i, lo, up in zip(lin.ids, lin.lower_bounds, lin.upper_bounds, strict=True)]
-    return _write_mps(obj.maximize, obj.offset, columns, entries, rows), {"labels": labels, "linear": linear}
+    return write_mps(obj.maximize, obj.offset, columns, entries, rows), {"labels": labels, "linear": linear}
 
 
 @hook("ortools.pywraplp", ("ortools.linear_solver.pywraplp",))
@@ -322,6 +268,55 @@ def install_lp() -> None:
     # Bound before the program runs: a program that replaces the exporter cannot hand the parent another model.
     _LP_EXPORT[:] = [pywraplp.Solver.ExportModelToProto, linear_solver_pb2.MPModelProto]
     patch_solves("ortools", pywraplp.Solver, ("Solve",), _describe_lp, kind=LINEAR_SOLVER)
+
+
+# model_builder's SolveStatus by name (OPTIMAL, FEASIBLE: stopped at a limit with a solution, ...).
+_MB_STATUS = {"OPTIMAL": SolveStatus.OPTIMAL, "FEASIBLE": SolveStatus.TIME_LIMIT_WITH_SOLUTION,
+              "INFEASIBLE": SolveStatus.INFEASIBLE, "UNBOUNDED": SolveStatus.UNBOUNDED, "ABNORMAL": SolveStatus.NUMERIC,
+              "NOT_SOLVED": SolveStatus.TIME_LIMIT_NO_SOLUTION, "CANCELLED_BY_USER": SolveStatus.TIME_LIMIT_NO_SOLUTION}
+_MB_EXPORT: list[Any] = []  # model_builder.Model.export_to_proto, bound when the hook is installed
+
+
+def _describe_mb(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Described:
+    """OR-Tools' ``model_builder`` (``Solver(name).solve(model)``): the model from its MPModelProto, written as MPS
+    by ``write_mps`` unless it holds what MPS cannot (indicator constraints: ``check["linear"]`` false)."""
+    solver, model = args[0], (args[1] if len(args) > 1 else kwargs.get("model"))
+    status = _MB_STATUS.get(getattr(result, "name", str(result)), SolveStatus.ERROR)
+    proto = _MB_EXPORT[0](model)
+    cols = list(proto.variable)
+    ints = [v for v in cols if v.is_integer]
+    d = Described(status=status, solver="ortools-model_builder", solver_version=_version(), n_vars=len(cols),
+                  n_int_vars=len(ints), n_bin_vars=sum(1 for v in ints if v.lower_bound >= 0 and v.upper_bound <= 1),
+                  n_constraints=len(proto.constraint) + len(proto.general_constraint),
+                  solve_time_s=float(solver.wall_time), sense="maximize" if proto.maximize else "minimize")
+    names = [v.name or f"variable#{i}" for i, v in enumerate(cols)]  # what an unnamed Variable's .name reads
+    if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT_WITH_SOLUTION):
+        d.objective = float(solver.objective_value)
+        d.bound = float(solver.best_objective_bound) if ints else d.objective
+        d.solution = capped_solution((v.name, float(solver.value(v))) for v in model.get_variables())
+        if ints and d.objective is not None and d.bound is not None:
+            d.mip_gap = abs(d.objective - d.bound) / max(abs(d.objective), 1e-10)
+    if _state["capture_mps"]:
+        linear = not (len(proto.general_constraint) or len(proto.quadratic_objective.coefficient))
+        d.check = {"linear": linear}
+        if linear:
+            entries: dict[int, list[tuple[int, float]]] = {}
+            for i, c in enumerate(proto.constraint):
+                for j, a in zip(c.var_index, c.coefficient, strict=True):
+                    entries.setdefault(j, []).append((i, a))
+            d.model_mps = write_mps(proto.maximize, proto.objective_offset,
+                                     [(n, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient)
+                                      for n, v in zip(names, cols, strict=True)],
+                                     entries, [(c.name, c.lower_bound, c.upper_bound) for c in proto.constraint])
+    return d
+
+
+@hook("ortools.model_builder", ("ortools.linear_solver.python.model_builder",))
+def install_model_builder() -> None:
+    from ortools.linear_solver.python import model_builder as mb
+
+    _MB_EXPORT[:] = [mb.Model.export_to_proto]
+    patch_solves("ortools", mb.Solver, ("solve",), _describe_mb, kind=MODEL_BUILDER)
 
 
 @hook("ortools.cp_model", ("ortools.sat.python.cp_model",))

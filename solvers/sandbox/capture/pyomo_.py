@@ -63,6 +63,10 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     import pyomo.environ as pe
 
     solver, model = args[0], (args[1] if len(args) > 1 else kwargs.get("model"))
+    if model is None:  # a persistent solver (gurobi_persistent, ...): solve() on the instance given to set_instance
+        model = getattr(solver, "_pyomo_model", None)
+    if model is None:
+        raise ValueError(f"{type(solver).__name__}.solve() was called without a model the capture can find")
     tc = _termination(result)
     variables = list(model.component_data_objects(pe.Var, active=True, descend_into=True))
     has_values = any(v.value is not None for v in variables)

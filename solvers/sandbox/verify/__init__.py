@@ -95,6 +95,7 @@ from solvers.sandbox.verify.common import (
     MATHOPT,
     MAX_MPS_CHARS,
     MAX_RESOLVE_MPS_CHARS,
+    MODEL_BUILDER,
     NOT_CHECKED,
     OBJ_TOL,
     PARTIAL,
@@ -114,7 +115,7 @@ from solvers.statuses import SolveStatus
 
 __all__ = [
     "CHECK_KEY", "CLAIMS_NO_SOLUTION", "CLAIMS_SOLUTION", "CP_MAX_ITEMS", "CP_MAX_TERMS", "CP_SAT", "FAST_MPS_CHARS",
-    "FEAS_TOL", "HUGE", "INT_TOL", "LINEAR_SOLVER", "MATHOPT", "MAX_MPS_CHARS", "MAX_RESOLVE_MPS_CHARS", "NOT_CHECKED",
+    "FEAS_TOL", "HUGE", "INT_TOL", "LINEAR_SOLVER", "MATHOPT", "MODEL_BUILDER", "MAX_MPS_CHARS", "MAX_RESOLVE_MPS_CHARS", "NOT_CHECKED",
     "OBJ_TOL", "PARTIAL", "PYOMO", "REFUTED", "RESOLVED", "RESOLVE_TIME_S", "TIGHT_TOL", "UNVERIFIED", "VERIFIED",
     "CLAIMED_KEY", "Evidence", "Verdict", "_check_highs", "_check_no_solution", "_check_parsed", "_highs", "_objective_rows", "_read",
     "_values_by_column", "check_cp", "check_record", "verify_solves",
@@ -154,7 +155,7 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
 # a solution claimed through one of them without its model did not come from the capture. OR-Tools and pyomo depend
 # on the record's kind (``_model_promised``).
 MODEL_APIS = {"gurobipy", "highspy", "coptpy", "docplex", "pulp"}
-KNOWN_APIS = MODEL_APIS | {"ortools", "pyomo"}
+KNOWN_APIS = MODEL_APIS | {"ortools", "pyomo", "scipy"}
 
 
 def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
@@ -253,6 +254,6 @@ def _model_promised(api: str, check: dict[str, Any]) -> bool:
         return True
     if api == "ortools" and check.get("kind") == CP_SAT:
         return False  # CP-SAT's compact model is required separately (_verify_cp)
-    if api == "pyomo" or (api == "ortools" and check.get("kind") == MATHOPT):
+    if api in ("pyomo", "scipy") or (api == "ortools" and check.get("kind") in (MATHOPT, MODEL_BUILDER)):
         return check.get("linear") is not False  # "linear": false only for a model MPS cannot hold
     return True  # pywraplp exports every model it can hold; an ortools record without a known kind is not the capture's

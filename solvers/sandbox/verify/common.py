@@ -40,6 +40,8 @@ CP_MAX_ITEMS = 20_000
 CP_MAX_TERMS = 1_000_000  # the parent checks ~10 M linear terms/s in Python: at most ~0.1 s per record
 # Which hook made a record: stamped by the solve wrapper its hook installed (``capture.wrap_solve(kind=...)``).
 LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat", "ortools.mathopt", "pyomo"
+MODEL_BUILDER = "ortools.model_builder"
+SCIPY = "scipy"
 CHECK_KEY = "verify"
 # Where a record keeps the solver's own claim when the re-solve changed its status (``SolveCall.claimed_status``).
 CLAIMED_KEY = "claimed_status"
