@@ -65,14 +65,20 @@ _LP_EXPORT: list[Any] = []  # Solver.ExportModelToProto and MPModelProto, bound 
 
 
 def _lp_mps(s: Any) -> str | None:
-    """A pywraplp model as MPS (``write_mps``), from its MPModelProto; None for what MPS cannot hold here (general
-    constraints, a quadratic objective)."""
+    """A pywraplp model as MPS, from its MPModelProto (``_mp_mps``)."""
     export, proto_type = _LP_EXPORT
     proto = proto_type()
     export(s, proto)
+    return _mp_mps(proto, [v.name for v in proto.variable])
+
+
+def _mp_mps(proto: Any, names: list[str]) -> str | None:
+    """An MPModelProto (pywraplp, model_builder) as MPS (``write_mps``), columns named ``names``; None for what MPS
+    cannot hold here (general constraints such as indicators, a quadratic objective)."""
     if len(proto.general_constraint) or len(proto.quadratic_objective.coefficient):
         return None
-    columns = [(v.name, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient) for v in proto.variable]
+    columns = [(n, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient)
+               for n, v in zip(names, proto.variable, strict=True)]
     entries: dict[int, list[tuple[int, float]]] = {}
     for i, c in enumerate(proto.constraint):
         for j, a in zip(c.var_index, c.coefficient, strict=True):
@@ -297,17 +303,8 @@ def _describe_mb(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> 
         if ints and d.objective is not None and d.bound is not None:
             d.mip_gap = abs(d.objective - d.bound) / max(abs(d.objective), 1e-10)
     if _state["capture_mps"]:
-        linear = not (len(proto.general_constraint) or len(proto.quadratic_objective.coefficient))
-        d.check = {"linear": linear}
-        if linear:
-            entries: dict[int, list[tuple[int, float]]] = {}
-            for i, c in enumerate(proto.constraint):
-                for j, a in zip(c.var_index, c.coefficient, strict=True):
-                    entries.setdefault(j, []).append((i, a))
-            d.model_mps = write_mps(proto.maximize, proto.objective_offset,
-                                     [(n, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient)
-                                      for n, v in zip(names, cols, strict=True)],
-                                     entries, [(c.name, c.lower_bound, c.upper_bound) for c in proto.constraint])
+        d.model_mps = _mp_mps(proto, names)
+        d.check = {"linear": d.model_mps is not None}
     return d
 
 
