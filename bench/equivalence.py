@@ -344,6 +344,58 @@ def _scale_vars(m: Model, rng: np.random.Generator, skip_one: bool = False) -> M
     return _rebuild(m, variables=variables, constraints=cons, objective=obj)
 
 
+def _shift_vars(m: Model, rng: np.random.Generator, skip_one: bool = False) -> Model | None:
+    """x = x' + s for about half the continuous variables with a lower bound (not in a quadratic term): a quantity
+    counted above a minimum (hours above 40, units above the order minimum). ``skip_one``: one row keeps its
+    right-hand side, the shift forgotten there (the near miss)."""
+    quad = {n for a, b, _ in m.objective.quadratic for n in (a, b)}
+    cont = [v.name for v in m.variables if v.vtype == VarType.CONTINUOUS and v.name not in quad and v.lb is not None]
+    if not cont:
+        return None
+    chosen = [n for n in cont if rng.random() < 0.5] or [cont[0]]
+    s = {n: float(rng.integers(1, 50)) for n in chosen}
+    variables = [v.model_copy(update={"name": v.name + "_d", "lb": v.lb - s[v.name],
+                                      "ub": None if v.ub is None else v.ub - s[v.name]}) if v.name in s else v
+                 for v in m.variables]
+    touched = [i for i, c in enumerate(m.constraints) if any(n in s for n, _ in c.terms)]
+    target = int(rng.choice(touched)) if skip_one and touched else -1
+    cons = [c.model_copy(update={"terms": tuple((n + "_d" if n in s else n, a) for n, a in c.terms),
+                                 "rhs": c.rhs - (0.0 if i == target else sum(a * s.get(n, 0.0) for n, a in c.terms))})
+            for i, c in enumerate(m.constraints)]
+    o = m.objective
+    obj = o.model_copy(update={"terms": tuple((n + "_d" if n in s else n, a) for n, a in o.terms),
+                               "constant": o.constant + sum(a * s.get(n, 0.0) for n, a in o.terms)})
+    return _rebuild(m, variables=variables, constraints=cons, objective=obj)
+
+
+def shifted_variables(m: Model, rng: np.random.Generator) -> Model | None:
+    return _shift_vars(m, rng)
+
+
+def shifted_near_miss(m: Model, rng: np.random.Generator) -> Model | None:
+    return _shift_vars(m, rng, skip_one=True)
+
+
+def complemented_binaries(m: Model, rng: np.random.Generator) -> Model | None:
+    """y = 1 - y' for about half the binaries: a site closed instead of open, an item left out instead of packed."""
+    quad = {n for a, b, _ in m.objective.quadratic for n in (a, b)}
+    binaries = [v.name for v in m.variables if v.vtype == VarType.BINARY and v.name not in quad]
+    if not binaries:
+        return None
+    chosen = {n for n in binaries if rng.random() < 0.5} or {binaries[0]}
+    variables = [v.model_copy(update={"name": v.name + "_c"}) if v.name in chosen else v for v in m.variables]
+
+    def flip(terms: tuple) -> tuple:
+        return tuple((n + "_c", -a) if n in chosen else (n, a) for n, a in terms)
+
+    cons = [c.model_copy(update={"terms": flip(c.terms), "rhs": c.rhs - sum(a for n, a in c.terms if n in chosen)})
+            for c in m.constraints]
+    o = m.objective
+    obj = o.model_copy(update={"terms": flip(o.terms),
+                               "constant": o.constant + sum(a for n, a in o.terms if n in chosen)})
+    return _rebuild(m, variables=variables, constraints=cons, objective=obj)
+
+
 def scaled_variables(m: Model, rng: np.random.Generator) -> Model | None:
     return _scale_vars(m, rng)
 
@@ -389,16 +441,18 @@ HELD_OUT_EQUIVALENT: dict[str, Transform] = {
     "scaled_vars_with_slacks": scaled_vars_with_slacks, "defined_variable_bounded": defined_variable_bounded,
     "defined_with_offset": defined_with_offset, "defined_variable": defined_variable,
     "split_integer_variable": split_integer_variable, "split_then_reordered": split_then_reordered,
+    "shifted_variables": shifted_variables, "complemented_binaries": complemented_binaries,
 }
 HELD_OUT_DIFFERENT: dict[str, Transform] = {"scaled_near_miss": scaled_near_miss,
-                                            "defined_near_miss": defined_near_miss}
+                                            "defined_near_miss": defined_near_miss,
+                                            "shifted_near_miss": shifted_near_miss}
 # The label check compares variable by name, so a scaled near miss is checked against its correctly scaled twin
 # (the same rng draws the same variables and factors before the near miss draws which row to get wrong). A defined
 # near miss is labelled on the problem's own variables: the original against the wrong coefficient put into the
 # row itself (``projected``). Against the correct definition, y = expr and y = expr' always differ in (x, y)
 # space, yet with integer x a 10% change often keeps every feasible x (1.1 x_k + ... >= 1 over binaries): such a
 # pair is equivalent, and an earlier label called it different (15 of 57 "false accepts" were these).
-LABEL_TWIN: dict[str, Transform] = {"scaled_near_miss": scaled_variables}
+LABEL_TWIN: dict[str, Transform] = {"scaled_near_miss": scaled_variables, "shifted_near_miss": shifted_variables}
 LABEL_PROJECTED: dict[str, Transform] = {"defined_near_miss": lambda m, rng: _define(m, rng, lb=None, miss=True,
                                                                                      projected=True)}
 

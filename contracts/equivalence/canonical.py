@@ -1,7 +1,8 @@
 """Layers 1 and 2: a canonical form of a model, its exact hash, and a Weisfeiler-Lehman hash.
 
 Canonicalisation removes what a modeller may legitimately vary: objective sense (max f == min -f), the units of
-continuous variables (x = k x', see ``_scale_columns``), the direction
+continuous variables (x = k x', see ``_scale_columns``), a column's origin and direction (x = s + x', y = 1 - y',
+see ``_normalise_origin``), the direction
 and scale of rows (rows become ranges divided by their largest |coefficient|), equalities written as two
 inequalities (parallel rows merge by intersecting their ranges), one-variable rows (they become bounds), slack and
 surplus columns (a continuous, cost-free column in a single row widens that row's range instead) and integer
@@ -71,6 +72,8 @@ def canonicalize(src: StdModel, scale_columns: bool = True, reformulate: bool = 
     for j in range(m.n_vars):
         if m.integer[j]:
             m.lb[j], m.ub[j] = _int_bounds(m.lb[j], m.ub[j])
+    if scale_columns:  # shifts before presolve too: its reformulations read the bounds (no mirroring yet: a split
+        _normalise_origin(m, mirror=False)  # pair x+, x- must stay exact negatives for merge_split_columns)
     for _ in range(_MAX_PASSES):
         changed, bad = _presolve_pass(m)
         infeasible |= bad
@@ -85,10 +88,107 @@ def canonicalize(src: StdModel, scale_columns: bool = True, reformulate: bool = 
     if reformulate:
         orient_columns(m)
     if scale_columns:
+        _normalise_origin(m)
         _scale_columns(m)
     _orient_rows(m)
     infeasible |= any(lo > hi + 1e-9 * (1 + abs(hi)) for lo, hi in zip(m.lb, m.ub, strict=True))
     return Canonical(m, infeasible)
+
+
+def _normalise_origin(m: StdModel, mirror: bool = True) -> None:
+    """Undo a change of origin or direction of a column (x = s + x': hours above a 40-hour minimum vs hours;
+    y = 1 - y': a site closed instead of open): each column is rewritten x = s + sigma x'' with x'' in [0, w] or
+    [0, inf). A column bounded on one side is counted from that bound, away from it; one bounded on both sides runs
+    from the end that makes its cost positive, and one without a cost from the end its rows point to: the sum over
+    its rows of sign(a_ij) * sign(row side), the sides taken with every such column at its midpoint, is unchanged by
+    negating a row and changes sign when the column is mirrored, so it picks the same end for both copies (a sum of
+    0 counts from the lower end: a mirrored copy is then a possible miss, never a false match). Rows' sides and the objective's constant
+    absorb s (exactly rounded sums: the same in any column order), coefficients and the cost take sigma. A
+    bijection (integer columns move only by integers), so an equal hash still means an equivalent model; free
+    columns and columns in a quadratic term stay as they are. ``mirror=False``: only columns bounded below alone, shifted to 0."""
+    in_quad = {j for k in m.quad for j in k}
+    moved: dict[int, tuple[float, float]] = {}  # column -> (s, sigma)
+    constant = [m.constant]  # + c * s of each moved column, summed once (exactly rounded, snapped: _snapped_sum)
+    balanced: list[int] = []  # two finite bounds, no cost: decided by their rows, after the others have moved
+    for j in range(m.n_vars):
+        lo, hi = m.lb[j], m.ub[j]
+        if j in in_quad or (math.isinf(lo) and math.isinf(hi)):
+            continue
+        c = m.obj.get(j, 0.0)
+        if not mirror:
+            if math.isfinite(lo) and math.isinf(hi):  # [-u, 0] shifted would be [0, u] mirrored: left for later
+                _move(m, j, (lo, 1.0), moved, constant)
+            continue
+        if math.isfinite(lo) and math.isfinite(hi) and c == 0:
+            if lo < hi:
+                balanced.append(j)
+            continue
+        up = math.isinf(lo) or (math.isfinite(hi) and c < 0)  # measure down from the upper bound
+        _move(m, j, (hi, -1.0) if up else (lo, 1.0), moved, constant)
+    _apply_moves(m, moved)
+    m.constant = _snapped_sum(constant)
+    if not balanced:
+        return
+    mid = {j: (m.lb[j] + m.ub[j]) / 2 for j in balanced}
+    centred: list[float] = []
+    for i, row in enumerate(m.rows):
+        lo, hi = m.lo[i], m.hi[i]
+        side = (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else lo if math.isfinite(lo) else hi
+        if math.isinf(side):
+            centred.append(0.0)
+            continue
+        terms = [row[j] * mid[j] for j in row if j in mid]
+        value = math.fsum([side, *(-t for t in terms)])
+        scale = max([abs(side), *map(abs, terms)]) or 1.0
+        centred.append(0.0 if abs(value) <= 1e-9 * scale else value)
+    score = dict.fromkeys(balanced, 0)
+    for i, row in enumerate(m.rows):
+        if centred[i]:
+            for j in row:
+                if j in score:
+                    score[j] += (1 if row[j] > 0 else -1) * (1 if centred[i] > 0 else -1)
+    moved = {}
+    for j in balanced:  # a score of 0 names no end: counted from the lower one (a mirrored copy is a miss)
+        _move(m, j, (m.ub[j], -1.0) if score[j] < 0 else (m.lb[j], 1.0), moved, constant)
+    _apply_moves(m, moved)
+    m.constant = _snapped_sum(constant)
+
+
+def _move(m: StdModel, j: int, move: tuple[float, float], moved: dict[int, tuple[float, float]],
+          constant: list[float]) -> None:
+    """Bounds and cost of column j for x = s + sigma x'' (``move`` = (s, sigma)); the rows follow in _apply_moves,
+    the objective's constant takes c * s (appended to ``constant``)."""
+    s, sigma = move
+    lo, hi = m.lb[j], m.ub[j]
+    if (s == 0 and sigma == 1) or (m.integer[j] and s != round(s)):  # x - 2.5 would not be an integer
+        return
+    moved[j] = move
+    m.lb[j], m.ub[j] = 0.0, (hi - lo if math.isfinite(lo) and math.isfinite(hi) else INF)
+    if j in m.obj:
+        constant.append(m.obj[j] * s)
+        m.obj[j] *= sigma
+
+
+def _snapped_sum(parts: list[float]) -> float:
+    """The exactly rounded sum, 0 where it is float noise against its parts (a program that added c * s to its
+    objective's constant and the shift that takes it back leave ~1e-13; no label rounding makes that 0)."""
+    total = math.fsum(parts)
+    return 0.0 if abs(total) <= 1e-12 * max(map(abs, parts), default=0.0) else total
+
+
+def _apply_moves(m: StdModel, moved: dict[int, tuple[float, float]]) -> None:
+    if not moved:
+        return
+    for i, row in enumerate(m.rows):
+        shift = [row[j] * moved[j][0] for j in row if j in moved]
+        if not shift:
+            continue
+        for j in row:
+            if j in moved:
+                row[j] *= moved[j][1]
+        total = math.fsum(shift)
+        m.lo[i] -= total
+        m.hi[i] -= total
 
 
 def _scale_columns(m: StdModel) -> None:

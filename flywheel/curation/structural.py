@@ -19,8 +19,11 @@ from contracts.equivalence import to_std
 from contracts.equivalence.canonical import canonicalize, wl_hash
 from solvers.ir import Model
 
-# Recorded in export manifests, so a shard says which notion of "same model" its dedup used.
-DEFAULT_HASHER = "contracts"
+# Recorded in export manifests, so a shard says which notion of "same model" its dedup used. "contracts-2" (2026-12-05):
+# the canonical form also undoes a column's change of origin or direction (x = s + x', y = 1 - y') and orients
+# rows whose negation reads the same by their columns' full colours; models with such columns hash differently from
+# "contracts", every other model as before.
+DEFAULT_HASHER = "contracts-2"
 
 
 def structural_hash(model: Model | str, length: int = 16) -> str:
