@@ -100,8 +100,9 @@ def _normalise_origin(m: StdModel, mirror: bool = True) -> None:
     y = 1 - y': a site closed instead of open): each column is rewritten x = s + sigma x'' with x'' in [0, w] or
     [0, inf). A column bounded on one side is counted from that bound, away from it; one bounded on both sides runs
     from the end that makes its cost positive, and one without a cost from the end its rows point to: the sum over
-    its rows of sign(a_ij) * sign(row side), the sides taken with every such column at its midpoint, is unchanged by
-    negating a row and changes sign when the column is mirrored, so it picks the same end for both copies (a sum of
+    its rows of sign(a_ij) * sign(row side), the sides taken with every such column at its midpoint (where that is
+    0, the sum of sign(a_ij) over its one-sided rows read as "<="), is unchanged by negating a row and changes sign
+    when the column is mirrored, so it picks the same end for both copies (a sum of
     0 counts from the lower end: a mirrored copy is then a possible miss, never a false match). Rows' sides and the objective's constant
     absorb s (exactly rounded sums: the same in any column order), coefficients and the cost take sigma. A
     bijection (integer columns move only by integers), so an equal hash still means an equivalent model; free
@@ -130,23 +131,24 @@ def _normalise_origin(m: StdModel, mirror: bool = True) -> None:
     if not balanced:
         return
     mid = {j: (m.lb[j] + m.ub[j]) / 2 for j in balanced}
-    centred: list[float] = []
+    by_side = dict.fromkeys(balanced, 0)  # sign(a_ij) * sign(the row's side, such columns at their midpoints)
+    by_sense = dict.fromkeys(balanced, 0)  # sign(a_ij) in the row read as "<=" (one-sided rows): the tie-break
     for i, row in enumerate(m.rows):
         lo, hi = m.lo[i], m.hi[i]
-        side = (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else lo if math.isfinite(lo) else hi
-        if math.isinf(side):
-            centred.append(0.0)
+        if math.isinf(lo) and math.isinf(hi):
             continue
+        one_sided = math.isinf(lo) or math.isinf(hi)
         terms = [row[j] * mid[j] for j in row if j in mid]
-        value = math.fsum([side, *(-t for t in terms)])
-        scale = max([abs(side), *map(abs, terms)]) or 1.0
-        centred.append(0.0 if abs(value) <= 1e-9 * scale else value)
-    score = dict.fromkeys(balanced, 0)
-    for i, row in enumerate(m.rows):
-        if centred[i]:
-            for j in row:
-                if j in score:
-                    score[j] += (1 if row[j] > 0 else -1) * (1 if centred[i] > 0 else -1)
+        raw = (lo + hi) / 2 if not one_sided else lo if math.isfinite(lo) else hi
+        side = math.fsum([raw, *(-t for t in terms)])
+        side_sign = 0 if abs(side) <= 1e-9 * (max([abs(raw), *map(abs, terms)]) or 1.0) else 1 if side > 0 else -1
+        sense = (1 if math.isinf(lo) else -1) if one_sided else 0
+        for j in row:
+            if j in by_side:
+                a = 1 if row[j] > 0 else -1
+                by_side[j] += a * side_sign
+                by_sense[j] += a * sense
+    score = {j: by_side[j] or by_sense[j] for j in balanced}
     moved = {}
     for j in balanced:  # a score of 0 names no end: counted from the lower one (a mirrored copy is a miss)
         _move(m, j, (m.ub[j], -1.0) if score[j] < 0 else (m.lb[j], 1.0), moved, constant)
