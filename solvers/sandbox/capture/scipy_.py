@@ -29,13 +29,16 @@ def _version() -> str:
 
 
 def _matrix(a: Any, n: int) -> Any:
+    """The constraint matrix as CSR, never densified (a large sparse model would not fit in the program's memory
+    cap twice)."""
     import numpy as np
+    from scipy import sparse
 
     if a is None:
-        return np.zeros((0, n))
-    if hasattr(a, "toarray"):  # scipy.sparse
-        a = a.toarray()
-    return np.atleast_2d(np.asarray(a, dtype=float)).reshape(-1, n)
+        return sparse.csr_matrix((0, n))
+    if sparse.issparse(a):
+        return sparse.csr_matrix(a, dtype=float)
+    return sparse.csr_matrix(np.atleast_2d(np.asarray(a, dtype=float)).reshape(-1, n))
 
 
 def _vector(v: Any, m: int, default: float) -> list[float]:
@@ -112,8 +115,9 @@ def _describe(kind: str) -> Any:
             for i in range(m.shape[0]):
                 r = len(rows)
                 rows.append((f"{prefix}{i}" if kind == "linprog" else f"r{r}", lo[i], up[i]))
-                for j in np.flatnonzero(m[i]):
-                    entries.setdefault(int(j), []).append((r, float(m[i, j])))
+                for k in range(m.indptr[i], m.indptr[i + 1]):
+                    if m.data[k]:
+                        entries.setdefault(int(m.indices[k]), []).append((r, float(m.data[k])))
         names = [f"x{j}" for j in range(n)]
         d = Described(status=status, solver=f"scipy-{kind}", solver_version=_version(), n_vars=n,
                       n_int_vars=len(ints), n_bin_vars=sum(1 for j in ints if bounds[j][0] >= 0 and bounds[j][1] <= 1),
