@@ -329,13 +329,14 @@ def test_ortools_mps_writer_constructs_read_back_by_highs() -> None:
                ("n", 0.0, inf, True, -2.0), ("k", -3.0, 5.0, True, 0.0), ("z", 0.0, -1.0, False, 0.0),
                ("lonely", 1.0, inf, False, 0.0)]
     rows = [("r a", 1.0, 4.0), ("free", -inf, inf), ("eq", 0.1, 0.1), ("le", -inf, 1e-7), ("COST", 2.0, inf)]
-    entries = {0: [(0, 1.0), (1, 2.0), (2, 1 / 12)], 1: [(2, -1.0)], 2: [(3, 3.0)], 3: [(0, 1.0), (4, 1.0)],
-               4: [(3, -1.0), (4, 2.0)], 5: [(2, 1.0)]}
+    by_column = {0: [(0, 1.0), (1, 2.0), (2, 1 / 12)], 1: [(2, -1.0)], 2: [(3, 3.0)], 3: [(0, 1.0), (4, 1.0)],
+                 4: [(3, -1.0), (4, 2.0)], 5: [(2, 1.0)]}
+    entries = sorted((i, j, a) for j, e in by_column.items() for i, a in e)  # (row, column, coefficient)
     text = _write_mps(True, 0.25, columns, entries, rows)
     # a free row is an N row (OR-Tools writes it so): HiGHS drops it; the fast reader leaves such a file to HiGHS
     assert parse(text) is None
-    dropped = _write_mps(True, 0.25, columns, {j: [(i - (i > 1), a) for i, a in e if i != 1] for j, e in
-                                                entries.items()}, [r for r in rows if r[0] != "free"])
+    dropped = _write_mps(True, 0.25, columns, [(i - (i > 1), j, a) for i, j, a in entries if i != 1],
+                         [r for r in rows if r[0] != "free"])
     kept = [r for r in rows if r[0] != "free"]
     for m in (from_highs(text), parse(dropped), from_highs(dropped)):
         assert m is not None

@@ -102,11 +102,11 @@ def _normalise_origin(m: StdModel, mirror: bool = True) -> None:
     from the end that makes its cost positive, and one without a cost from the end its rows point to: the sum over
     its rows of sign(a_ij) * sign(row side), the sides taken with every such column at its midpoint (where that is
     0, the sum of sign(a_ij) over its one-sided rows read as "<="), is unchanged by negating a row and changes sign
-    when the column is mirrored, so it picks the same end for both copies (a sum of
-    0 counts from the lower end: a mirrored copy is then a possible miss, never a false match). Rows' sides and the objective's constant
-    absorb s (exactly rounded sums: the same in any column order), coefficients and the cost take sigma. A
-    bijection (integer columns move only by integers), so an equal hash still means an equivalent model; free
-    columns and columns in a quadratic term stay as they are. ``mirror=False``: only columns bounded below alone, shifted to 0."""
+    when the column is mirrored, so it picks the same end for both copies (a sum of 0 counts from the lower end: a
+    mirrored copy is then a possible miss, never a false match). Rows' sides and the objective's constant absorb s
+    (exactly rounded sums: the same in any column order), coefficients and the cost take sigma. A bijection (integer
+    columns move only by integers), so an equal hash still means an equivalent model; free columns and columns in a
+    quadratic term stay as they are. ``mirror=False``: only columns bounded below alone, shifted to 0."""
     in_quad = {j for k in m.quad for j in k}
     moved: dict[int, tuple[float, float]] = {}  # column -> (s, sigma)
     constant = [m.constant]  # + c * s of each moved column, summed once (exactly rounded, snapped: _snapped_sum)

@@ -22,7 +22,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,18 +177,21 @@ def with_objective_constant(mps: str | None, rhs: float) -> str | None:
 
 
 def write_mps(maximize: bool, offset: float, columns: list[tuple[str, float, float, bool, float]],
-               entries: dict[int, list[tuple[int, float]]], rows: list[tuple[str, float, float]]) -> str:
+               entries: Iterable[tuple[int, int, float]], rows: list[tuple[str, float, float]]) -> str:
     """Free-format MPS with every number as Python's shortest round-trip repr, for captures that build the model
     text themselves (OR-Tools from its protos, scipy from linprog / milp's arrays). OR-Tools' own writer
     (``ExportModelAsMpsFormat``, MathOpt's ``model_proto_to_mps``) prints numbers at 6 significant digits
     (``1/12`` -> ``0.0833333``), so the parent read a different model than the program solved: an honest program with
     a cost of 123.45678912 failed the objective re-check and was called tampered.
 
-    ``columns``: (name, lower, upper, integer, cost) in the model's order; ``entries``: column index -> (row index,
-    coefficient); ``rows``: (name, lower, upper). Names go through ``mps_names`` (whitespace -> ``_``, unique), the
+    ``columns``: (name, lower, upper, integer, cost) in the model's order; ``entries``: the matrix's nonzeros as
+    (row index, column index, coefficient), in row order; ``rows``: (name, lower, upper). Names go through ``mps_names`` (whitespace -> ``_``, unique), the
     rule the verification matches a solution's names by; the objective row is ``COST``, as OR-Tools calls it. A row
     with two finite sides is a G row with a range; a free row an N row, as OR-Tools writes it."""
     inf = float("inf")
+    by_column: dict[int, list[tuple[int, float]]] = {}
+    for i, j, a in entries:
+        by_column.setdefault(j, []).append((i, a))
     rn = mps_names([r[0] for r in rows], frozenset({"COST"}))
     cn = mps_names([c[0] for c in columns])
     out = ["NAME", "OBJSENSE", "    MAX" if maximize else "    MIN", "ROWS", " N  COST"]
@@ -214,7 +217,7 @@ def write_mps(maximize: bool, offset: float, columns: list[tuple[str, float, flo
         if integer != in_int:
             out.append(f"    MARKER 'MARKER' '{'INTORG' if integer else 'INTEND'}'")
             in_int = integer
-        cells = ([("COST", cost)] if cost else []) + [(rn[i], a) for i, a in entries.get(j, ()) if a]
+        cells = ([("COST", cost)] if cost else []) + [(rn[i], a) for i, a in by_column.get(j, ()) if a]
         out += [f"    {name} {row} {a!r}" for row, a in cells or [("COST", 0.0)]]
         if lo == up:
             bounds.append(f" FX BND {name} {lo!r}")

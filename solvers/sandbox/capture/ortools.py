@@ -2,8 +2,8 @@
 (``mathopt.solve``).
 
 Each hook stamps its own ``kind`` on its records (``wrap_solve(kind=...)``): the parent requires the MPS model of a
-linear-solver record (written from the model's proto by ``write_mps``: OR-Tools' own MPS writer rounds numbers), the compact CP-SAT model of a
-CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify/).
+linear-solver record (written from the model's proto by ``write_mps``: OR-Tools' own MPS writer rounds numbers),
+the compact CP-SAT model of a CP-SAT record (``_cp_check``), and the MPS of a linear MathOpt model (``_mathopt_mps``; solvers/sandbox/verify/).
 """
 
 from __future__ import annotations
@@ -79,10 +79,7 @@ def _mp_mps(proto: Any, names: list[str]) -> str | None:
         return None
     columns = [(n, v.lower_bound, v.upper_bound, v.is_integer, v.objective_coefficient)
                for n, v in zip(names, proto.variable, strict=True)]
-    entries: dict[int, list[tuple[int, float]]] = {}
-    for i, c in enumerate(proto.constraint):
-        for j, a in zip(c.var_index, c.coefficient, strict=True):
-            entries.setdefault(j, []).append((i, a))
+    entries = [(i, j, a) for i, c in enumerate(proto.constraint) for j, a in zip(c.var_index, c.coefficient, strict=True)]
     rows = [(c.name, c.lower_bound, c.upper_bound) for c in proto.constraint]
     return write_mps(proto.maximize, proto.objective_offset, columns, entries, rows)
 
@@ -260,9 +257,7 @@ def _mathopt_mps(model: Any) -> tuple[str | None, dict[str, Any]]:
     integers = list(var.integers) or [False] * len(ids)
     columns = [(f"_v{i}", lo, up, bool(integer), cost.get(i, 0.0))
                for i, lo, up, integer in zip(ids, var.lower_bounds, var.upper_bounds, integers, strict=True)]
-    entries: dict[int, list[tuple[int, float]]] = {}
-    for r, c, a in zip(mat.row_ids, mat.column_ids, mat.coefficients, strict=True):
-        entries.setdefault(col[c], []).append((row[r], a))
+    entries = [(row[r], col[c], a) for r, c, a in zip(mat.row_ids, mat.column_ids, mat.coefficients, strict=True)]
     rows = [(f"_c{i}", lo, up) for i, lo, up in zip(lin.ids, lin.lower_bounds, lin.upper_bounds, strict=True)]
     return write_mps(obj.maximize, obj.offset, columns, entries, rows), {"labels": labels, "linear": linear}
 

@@ -98,10 +98,9 @@ def _describe(kind: str) -> Any:
             blocks.append(("ub", a_ub, [-inf] * a_ub.shape[0], _vector(a["b_ub"], a_ub.shape[0], 0.0)))
             b_eq = _vector(a["b_eq"], a_eq.shape[0], 0.0)
             blocks.append(("eq", a_eq, b_eq, b_eq))
-            bounds = _bounds(a["bounds"], n, (0.0, inf))
         else:
             blocks += [("r", m, lo, up) for m, lo, up in _constraints(a["constraints"], n)]
-            bounds = _bounds(a["bounds"], n, (0.0, inf))
+        bounds = _bounds(a["bounds"], n, (0.0, inf))
         integrality = [int(v) for v in _vector(a["integrality"], n, 0.0)]
         code = int(getattr(result, "status", 4))
         x = getattr(result, "x", None)
@@ -110,14 +109,13 @@ def _describe(kind: str) -> Any:
             status = SolveStatus.TIME_LIMIT_WITH_SOLUTION if x is not None else SolveStatus.TIME_LIMIT_NO_SOLUTION
         ints = [j for j in range(n) if integrality[j] in (1, 3)]
         rows: list[tuple[str, float, float]] = []
-        entries: dict[int, list[tuple[int, float]]] = {}
+        entries: list[tuple[int, int, float]] = []
         for prefix, m, lo, up in blocks:
             for i in range(m.shape[0]):
                 r = len(rows)
                 rows.append((f"{prefix}{i}" if kind == "linprog" else f"r{r}", lo[i], up[i]))
-                for k in range(m.indptr[i], m.indptr[i + 1]):
-                    if m.data[k]:
-                        entries.setdefault(int(m.indices[k]), []).append((r, float(m.data[k])))
+                entries += [(r, int(m.indices[k]), float(m.data[k])) for k in range(m.indptr[i], m.indptr[i + 1])
+                            if m.data[k]]
         names = [f"x{j}" for j in range(n)]
         d = Described(status=status, solver=f"scipy-{kind}", solver_version=_version(), n_vars=n,
                       n_int_vars=len(ints), n_bin_vars=sum(1 for j in ints if bounds[j][0] >= 0 and bounds[j][1] <= 1),
