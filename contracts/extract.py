@@ -4,11 +4,17 @@ Policies answer in chat: prose, perhaps a data block, a model block, an example 
 the python block that imports a solver; when several do, the last one (models revise their answer as they go).
 Without fences the whole text counts if it parses as Python and imports something. A response cut off inside a
 fence (max tokens) still yields the open block.
+
+A program written across blocks (step-by-step answers: data, then variables, then constraints, then the solve) is
+put back together: earlier blocks that bind a name the chosen block reads and never binds are prepended (a draft
+that solves on its own is never prepended), and while no solve call is present, later blocks that read names the
+program binds are appended. Whatever is assembled must parse; otherwise the chosen block stands alone.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 SOLVER_MODULES = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex", "pulp", "highspy", "cplex", "pyscipopt",
@@ -70,17 +76,72 @@ def extract_code(text: str) -> str | None:
     text = text.replace("\r\n", "\n")  # CRLF (a Windows client, some chat servers): fences close on their line
     blocks = code_blocks(text)
     if blocks:
-        python = [b for tag, b in blocks if tag in PYTHON_TAGS]
-        untagged = [b for tag, b in blocks if not tag and _parses(b)]
-        for pool in (python, untagged):
-            solver = [b for b in pool if imports_solver(b)]
+        code = [(tag in PYTHON_TAGS, b) for tag, b in blocks if tag in PYTHON_TAGS or (not tag and _parses(b))]
+        for tagged in (True, False):
+            solver = [i for i, (t, b) in enumerate(code) if t is tagged and imports_solver(b)]
             if solver:
-                return solver[-1]
-        pool = python or untagged
+                return _assemble([b for _, b in code], solver[-1])
+        python = [b for t, b in code if t]
+        pool = python or [b for t, b in code if not t]
         return max(pool, key=len) if pool else None
     if _IMPORT.search(text) and _parses(text):
         return text.strip() + "\n"
     return None
+
+
+# Calls that run a solver, by callee name (attribute or plain name), across the APIs in SOLVER_MODULES.
+_SOLVE_CALLS = {"optimize", "solve", "Solve", "solveLP", "solveMIP", "run", "linprog", "milp", "minimize",
+                "solve_model", "SolveWithObserver"}
+_BUILTINS = set(dir(builtins))
+
+
+def _names(code: str) -> tuple[set[str], set[str], bool] | None:
+    """(names bound anywhere, names read, whether a solve call is present) of ``code``, or None if it does not parse.
+
+    Bound over-approximates (a function's local counts as bound): that only makes assembly take less.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    bound: set[str] = set()
+    read: set[str] = set()
+    solves = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            callee = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            solves = solves or callee in _SOLVE_CALLS
+    return bound, read, solves
+
+
+def _assemble(pool: list[str], chosen: int) -> str:
+    """The chosen block with the blocks it continues and the blocks that continue it (see the module docstring)."""
+    info = [_names(b) for b in pool]
+    if info[chosen] is None:
+        return pool[chosen]
+    take = {chosen}
+    while True:
+        bound = set().union(*(info[i][0] for i in take))
+        missing = set().union(*(info[i][1] for i in take)) - bound - _BUILTINS
+        add = [i for i in range(chosen) if i not in take and info[i] and not info[i][2] and info[i][0] & missing]
+        if not add and not any(info[i][2] for i in take):
+            add = [i for i in range(max(take) + 1, len(pool)) if info[i] and info[i][1] & bound][:1]
+        if not add:
+            break
+        take.update(add)
+    program = "\n".join(pool[i].strip("\n") for i in sorted(take)) + "\n"
+    return program if len(take) > 1 and _parses(program) else pool[chosen]
 
 
 def _parses(code: str) -> bool:

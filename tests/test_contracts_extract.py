@@ -100,3 +100,38 @@ def test_strip_fences_and_module_name_fixes() -> None:
     assert rep.code == SOLVER_BLOCK
     rep = get_contract("fix_import_aliases")(_blind("import gurobi as gp\nm = gp.Model()\n"))
     assert rep.code.startswith("import gurobipy as gp")
+
+
+DATA = "profit = [3, 5]\nhours = [1, 2]\n"
+MODEL = ("import gurobipy as gp\nm = gp.Model()\nm.Params.OutputFlag = 0\nx = m.addVars(2)\n"
+         "m.setObjective(gp.quicksum(profit[i] * x[i] for i in range(2)), gp.GRB.MAXIMIZE)\n"
+         "m.addConstr(gp.quicksum(hours[i] * x[i] for i in range(2)) <= 10)\n")
+SOLVE = "m.optimize()\nprint('OBJ', m.ObjVal)\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    # step by step: data, model, solve in three blocks (and an output block that is not code)
+    (f"Data:\n```python\n{DATA}```\nModel:\n```python\n{MODEL}```\nSolve:\n```python\n{SOLVE}```\n"
+     "Output:\n```\nOBJ 30.0\n```", DATA + MODEL + SOLVE),
+    # the data in an untagged block, the imports alone in the first python block
+    (f"```\n{DATA}```\n```python\nimport gurobipy as gp\n```\n```python\n{MODEL[21:]}{SOLVE}```",
+     DATA + MODEL + SOLVE),
+    # the solve and report split off the end only
+    (f"```python\n{DATA}{MODEL}```\nThen:\n```python\n{SOLVE}```", DATA + MODEL + SOLVE),
+])
+def test_a_program_written_across_blocks_is_put_back_together(text: str, expected: str) -> None:
+    code = extract_code(text)
+    assert code == expected
+    out = _run(code)
+    assert out.returncode == 0 and "OBJ 30.0" in out.stdout, out.stderr
+
+
+def test_assembly_never_takes_a_draft_that_solves_or_an_unrelated_block() -> None:
+    draft = DATA + MODEL + SOLVE
+    revised = MODEL.replace("<= 10", "<= 12") + SOLVE
+    # the revised answer reads `profit` / `hours` bound only in the draft; the draft solves, so it is not prepended
+    assert extract_code(f"```python\n{draft}```\nBetter:\n```python\n{revised}```") == revised
+    # a complete program is never extended by later blocks, even ones that read its names
+    assert extract_code(f"```python\n{draft}```\n```python\nprint(m.Status)\n```") == draft
+    # a later block that reads nothing the program binds is not a continuation
+    assert extract_code(f"```python\n{DATA}{MODEL}```\n```python\nprint(1 + 1)\n```") == DATA + MODEL
