@@ -86,7 +86,7 @@ def canonicalize(src: StdModel, scale_columns: bool = True, reformulate: bool = 
             break
     _drop_unused_columns(m)
     if reformulate:
-        orient_columns(m)
+        orient_columns(m, bounded=not scale_columns)
     if scale_columns:
         _normalise_origin(m)
         _scale_columns(m)
@@ -149,11 +149,77 @@ def _normalise_origin(m: StdModel, mirror: bool = True) -> None:
                 by_side[j] += a * side_sign
                 by_sense[j] += a * sense
     score = {j: by_side[j] or by_sense[j] for j in balanced}
+    _propagate_direction(m, score, in_quad)
     moved = {}
     for j in balanced:  # a score of 0 names no end: counted from the lower one (a mirrored copy is a miss)
         _move(m, j, (m.ub[j], -1.0) if score[j] < 0 else (m.lb[j], 1.0), moved, constant)
     _apply_moves(m, moved)
     m.constant = _snapped_sum(constant)
+
+
+def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) -> None:
+    """Direction for the cost-free two-sided columns whose rows name no end (``score`` 0: a storage level in
+    balance rows with a zero side), from the columns beside them: sum over its rows of sign(a_ij) * sign(a_ik) *
+    sigma_k over the row's columns k whose direction is already canonical (one-sided, costed, or decided), which
+    negating a row leaves and mirroring column j flips. Where that sum is 0 (a charge/discharge switch: -1 beside
+    the charge, +1 beside the discharge) the same sums are kept per colour of k (colour refinement on |a_ij| over
+    unit rows, without row sides or directions, so mirroring and shifting columns leave it) and the first nonzero
+    one, in colour order, decides. In rounds, every column decided in a round at once, so the result does not
+    depend on the column order; what stays 0 keeps 0 (counted from its lower end)."""
+    open_ = {j for j, v in score.items() if v == 0}
+    if not open_:
+        return
+    sigma = {j: 1 for j in range(m.n_vars) if j not in score and j not in in_quad and m.lb[j] < m.ub[j]
+             and (math.isfinite(m.lb[j]) or math.isfinite(m.ub[j]))}  # moved already: x'' >= 0 from its end
+    sigma.update({j: 1 if v > 0 else -1 for j, v in score.items() if v != 0})
+    rows_of: dict[int, list[int]] = {j: [] for j in open_}
+    for i, row in enumerate(m.rows):
+        for j in row:
+            if j in rows_of:
+                rows_of[j].append(i)
+    colour: list[str] | None = None
+    while open_:
+        found: dict[int, int] = {}
+        for j in open_:
+            by_colour: Counter = Counter()
+            for i in rows_of[j]:
+                row = m.rows[i]
+                a = 1 if row[j] > 0 else -1
+                for k in row:
+                    if k != j and k in sigma:
+                        by_colour[k] += a * (1 if row[k] > 0 else -1) * sigma[k]
+            total = sum(by_colour.values())
+            if not total and any(by_colour.values()):
+                colour = colour or _unsigned_colours(m)
+                per: Counter = Counter()
+                for k, v in by_colour.items():
+                    per[colour[k]] += v
+                total = next((per[c] for c in sorted(per) if per[c]), 0)
+            if total:
+                found[j] = total
+        if not found:
+            return
+        for j, total in found.items():
+            score[j] = total
+            sigma[j] = 1 if total > 0 else -1
+        open_ -= found.keys()
+
+
+def _unsigned_colours(m: StdModel) -> list[str]:
+    """Column colours that neither a shift nor a mirror of a column, nor a row's sign or scale, changes: |a_ij| over
+    rows divided by their largest |a|, bound widths, |cost|, integrality; row sides left out."""
+    u = m.copy()
+    for i, row in enumerate(u.rows):
+        s = max(abs(c) for c in row.values())
+        u.rows[i] = {j: abs(c) / s for j, c in row.items()}
+    u.lo = [-INF] * u.n_rows
+    u.hi = [INF] * u.n_rows
+    for j in range(u.n_vars):
+        lo, hi = u.lb[j], u.ub[j]
+        if math.isfinite(lo) or math.isfinite(hi):  # a free column keeps (-inf, inf)
+            u.lb[j], u.ub[j] = 0.0, hi - lo if math.isfinite(lo) and math.isfinite(hi) else INF
+    u.obj = {j: abs(c) for j, c in u.obj.items()}
+    return refine(u, *initial_colours(u))[0]
 
 
 def _move(m: StdModel, j: int, move: tuple[float, float], moved: dict[int, tuple[float, float]],

@@ -181,14 +181,16 @@ def substitute_defined(m: StdModel) -> bool:
     return bool(batch)
 
 
-def orient_columns(m: StdModel) -> None:
+def orient_columns(m: StdModel, bounded: bool = True) -> None:
     """x' = -x for a column whose range leans negative (``(-inf, u]`` becomes ``[-u, inf)``, ``[-8, 0]`` becomes
     ``[0, 8]``): which of x+ and x- a merge keeps depends on the columns' order, and this makes both choices the same
-    model. A symmetric range keeps its sign (a possible miss, never a false match)."""
+    model. A symmetric range keeps its sign (a possible miss, never a false match). ``bounded=False`` leaves columns
+    with two finite bounds alone: the canonical form's origin step orients those from data a shift leaves alone (the
+    lean of [1, 3] and of the same hours counted from 32, [-31, -29], differ)."""
     in_quad = {j for k in m.quad for j in k}
     for j in range(m.n_vars):
         lo, hi = m.lb[j], m.ub[j]
-        leans = math.isfinite(hi) and (math.isinf(lo) or lo + hi < 0)
+        leans = math.isfinite(hi) and (math.isinf(lo) or (bounded and lo + hi < 0))
         if j in in_quad or not leans:
             continue
         for row in m.rows:
