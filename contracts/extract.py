@@ -76,6 +76,7 @@ def extract_code(text: str) -> str | None:
     text = text.replace("\r\n", "\n")  # CRLF (a Windows client, some chat servers): fences close on their line
     blocks = code_blocks(text)
     if blocks:
+        blocks = [(tag, _without_shell_lines(b)) for tag, b in blocks]
         code = [(tag in PYTHON_TAGS, b) for tag, b in blocks if tag in PYTHON_TAGS or (not tag and _parses(b))]
         for tagged in (True, False):
             solver = [i for i, (t, b) in enumerate(code) if t is tagged and imports_solver(b)]
@@ -84,9 +85,22 @@ def extract_code(text: str) -> str | None:
         python = [b for t, b in code if t]
         pool = python or [b for t, b in code if not t]
         return max(pool, key=len) if pool else None
+    text = _without_shell_lines(text)
     if _IMPORT.search(text) and _parses(text):
         return text.strip() + "\n"
     return None
+
+
+# Notebook habits in a python block: "!pip install gurobipy", "%pip install pulp", "%%time", "pip install ..." on a
+# line of its own. Not Python, and not the model: commented out (line numbers kept) when that makes the block parse.
+_SHELL = re.compile(r"^([ \t]*)((?:!|%{1,2}[A-Za-z]|(?:pip3?|conda|apt(?:-get)?)[ \t]+install\b).*)$", re.MULTILINE)
+
+
+def _without_shell_lines(code: str) -> str:
+    if not _SHELL.search(code) or _parses(code):
+        return code
+    cleaned = _SHELL.sub(lambda m: f"{m.group(1)}# {m.group(2)}", code)
+    return cleaned if _parses(cleaned) else code
 
 
 # Calls that run a solver, by callee name (attribute or plain name), across the APIs in SOLVER_MODULES.

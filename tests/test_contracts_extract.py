@@ -135,3 +135,24 @@ def test_assembly_never_takes_a_draft_that_solves_or_an_unrelated_block() -> Non
     assert extract_code(f"```python\n{draft}```\n```python\nprint(m.Status)\n```") == draft
     # a later block that reads nothing the program binds is not a continuation
     assert extract_code(f"```python\n{DATA}{MODEL}```\n```python\nprint(1 + 1)\n```") == DATA + MODEL
+
+
+@pytest.mark.parametrize("line", ["!pip install gurobipy", "%pip install -q gurobipy", "%%time",
+                                  "pip install gurobipy", "    !conda install -y gurobi"])
+def test_notebook_shell_lines_are_commented_out(line: str) -> None:
+    program = f"{line}\n{DATA}{MODEL}{SOLVE}" if not line.startswith(" ") else \
+        f"{DATA}if True:\n{line}\n    pass\n{MODEL}{SOLVE}"
+    code = extract_code(f"Install first, then run:\n```python\n{program}```")
+    assert code is not None and code.count("\n") == program.count("\n")  # line numbers kept for tracebacks
+    assert f"# {line.strip()}" in code
+    out = _run(code)
+    assert out.returncode == 0 and "OBJ 30.0" in out.stdout, out.stderr
+
+
+def test_shell_like_python_is_left_alone() -> None:
+    # `%` and `!` inside valid Python are not notebook lines; a block that parses is never touched
+    program = f"{DATA}{MODEL}{SOLVE}print(7 % 3, 1 != 2)\n"
+    assert extract_code(f"```python\n{program}```") == program
+    # a block broken for another reason stays as the model wrote it
+    broken = "!pip install gurobipy\nimport gurobipy as gp\nm = gp.Model(\n"
+    assert extract_code(f"```python\n{broken}```") == broken
