@@ -21,7 +21,7 @@ SOLVER_MODULES = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex", "pulp", "
                   "mip", "cvxpy", "scipy")
 PYTHON_TAGS = {"python", "py", "python3", "py3", "ipython"}
 
-_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n", re.MULTILINE)
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[\w+#.-]*)[^\n]*\n", re.MULTILINE)
 # Tag formats some models are trained on (OR-R1 style: <think> / <model> / <code>); an unclosed tag runs to the end.
 _TAG = re.compile(r"<(code|python)>\s*\n?(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<mod>[A-Za-z_][\w]*)", re.MULTILINE)
@@ -57,12 +57,21 @@ def _fenced(text: str) -> list[tuple[str, str, bool]]:
         fence = m.group("fence")
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
         end = close.search(text, m.end())
-        body = text[m.end(): end.start() if end else len(text)]
+        body = _outdent(text[m.end(): end.start() if end else len(text)], len(m.group("indent").expandtabs(4)))
         blocks.append((m.group("tag").lower(), body.rstrip() + "\n" if body.strip() else "", end is not None))
         if end is None:
             break
         pos = end.end()
     return blocks
+
+
+def _outdent(body: str, indent: int) -> str:
+    """A fence indented under a list item ("1. The model:" then "   ```python"): its lines lose up to the fence's
+    indentation (CommonMark's rule), so the program does not start with an unexpected indent."""
+    if not indent:
+        return body
+    lines = body.split("\n")
+    return "\n".join(line[min(indent, len(line) - len(line.lstrip(" \t"))):] for line in lines)
 
 
 def imports_solver(code: str) -> bool:

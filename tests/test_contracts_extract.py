@@ -156,3 +156,13 @@ def test_shell_like_python_is_left_alone() -> None:
     # a block broken for another reason stays as the model wrote it
     broken = "!pip install gurobipy\nimport gurobipy as gp\nm = gp.Model(\n"
     assert extract_code(f"```python\n{broken}```") == broken
+
+
+def test_a_fence_indented_under_a_list_item_loses_that_indentation() -> None:
+    program = DATA + MODEL + "for i in range(2):\n    x[i].Start = 0\n" + SOLVE
+    indented = "".join(f"   {line}" if line.strip() else line for line in program.splitlines(keepends=True))
+    text = f"Steps:\n\n1. Write the model:\n\n   ```python\n{indented}   ```\n\n2. Run it.\n"
+    code = extract_code(text)
+    assert code == program  # the loop body keeps its own four spaces
+    out = _run(code)
+    assert out.returncode == 0 and "OBJ 30.0" in out.stdout, out.stderr
