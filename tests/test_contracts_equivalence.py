@@ -473,6 +473,8 @@ def _mtz_orders() -> Model:
     (_battery, {"s1": (7.0, 1.0), "s2": (10.0, -1.0)}),
     # mode switches complemented (y' = 1 - y: "discharging" instead of "charging"): -1 beside c, +1 beside d
     (_battery, {"y0": (1.0, -1.0), "y2": (1.0, -1.0)}),
+    # ... with the charge in other units too (x = 60 x'): the neighbours' colours must not read coefficient sizes
+    (_battery, {"y0": (1.0, -1.0), "c0": (0.0, 60.0), "d1": (0.0, 0.001), "s2": (10.0, -1.0)}),
     # a visiting order counted from 32 ([-31, -29]): its range now leans negative, [1, 3] did not
     (_mtz_orders, {"u1": (32.0, 1.0)}),
 ])

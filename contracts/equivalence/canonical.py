@@ -162,9 +162,8 @@ def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) 
     balance rows with a zero side), from the columns beside them: sum over its rows of sign(a_ij) * sign(a_ik) *
     sigma_k over the row's columns k whose direction is already canonical (one-sided, costed, or decided), which
     negating a row leaves and mirroring column j flips. Where that sum is 0 (a charge/discharge switch: -1 beside
-    the charge, +1 beside the discharge) the same sums are kept per colour of k (colour refinement on |a_ij| over
-    unit rows, without row sides or directions, so mirroring and shifting columns leave it) and the first nonzero
-    one, in colour order, decides. In rounds, every column decided in a round at once, so the result does not
+    the charge, +1 beside the discharge) the same sums are kept per colour of k (``_unsigned_colours``: what no
+    shift, mirror or rescaling changes) and the first nonzero one, in colour order, decides. In rounds, every column decided in a round at once, so the result does not
     depend on the column order; what stays 0 keeps 0 (counted from its lower end)."""
     open_ = {j for j, v in score.items() if v == 0}
     if not open_:
@@ -206,19 +205,21 @@ def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) 
 
 
 def _unsigned_colours(m: StdModel) -> list[str]:
-    """Column colours that neither a shift nor a mirror of a column, nor a row's sign or scale, changes: |a_ij| over
-    rows divided by their largest |a|, bound widths, |cost|, integrality; row sides left out."""
+    """Column colours that no shift, mirror or rescaling of a column, and no row's sign or scale, changes: colour
+    refinement on the nonzero pattern with integrality, the kind of range (two-sided, one-sided, free) and the cost's
+    sign for the columns whose direction is canonical by then (one-sided and costed ones; 0 for the others)."""
     u = m.copy()
-    for i, row in enumerate(u.rows):
-        s = max(abs(c) for c in row.values())
-        u.rows[i] = {j: abs(c) / s for j, c in row.items()}
+    u.rows = [dict.fromkeys(row, 1.0) for row in u.rows]
     u.lo = [-INF] * u.n_rows
     u.hi = [INF] * u.n_rows
+    u.quad = {}
+    in_quad = {k for q in m.quad for k in q}
     for j in range(u.n_vars):
-        lo, hi = u.lb[j], u.ub[j]
-        if math.isfinite(lo) or math.isfinite(hi):  # a free column keeps (-inf, inf)
-            u.lb[j], u.ub[j] = 0.0, hi - lo if math.isfinite(lo) and math.isfinite(hi) else INF
-    u.obj = {j: abs(c) for j, c in u.obj.items()}
+        lo, hi = m.lb[j], m.ub[j]
+        two, free = math.isfinite(lo) and math.isfinite(hi), math.isinf(lo) and math.isinf(hi)
+        u.lb[j], u.ub[j] = (-INF, INF) if free else (0.0, 1.0 if two else INF)
+        c = m.obj.get(j, 0.0)
+        u.obj[j] = 0.0 if c == 0 or free or j in in_quad else math.copysign(1.0, c)
     return refine(u, *initial_colours(u))[0]
 
 

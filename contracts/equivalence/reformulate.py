@@ -95,6 +95,7 @@ def merge_split_columns(m: StdModel) -> bool:
         (q,) = minus
         f = scale[q] / scale[p]  # A_q = -f A_p: x_p A_p + x_q A_q = A_p (x_p - f x_q)
         m.lb[p], m.ub[p] = m.lb[p] - f * m.ub[q], m.ub[p] - f * m.lb[q]
+        m.merged.add(m.names[p])
         for i in cols[q]:
             del m.rows[i][q]
         m.obj.pop(q, None)
@@ -184,13 +185,14 @@ def substitute_defined(m: StdModel) -> bool:
 def orient_columns(m: StdModel, bounded: bool = True) -> None:
     """x' = -x for a column whose range leans negative (``(-inf, u]`` becomes ``[-u, inf)``, ``[-8, 0]`` becomes
     ``[0, 8]``): which of x+ and x- a merge keeps depends on the columns' order, and this makes both choices the same
-    model. A symmetric range keeps its sign (a possible miss, never a false match). ``bounded=False`` leaves columns
-    with two finite bounds alone: the canonical form's origin step orients those from data a shift leaves alone (the
-    lean of [1, 3] and of the same hours counted from 32, [-31, -29], differ)."""
+    model. A symmetric range keeps its sign (a possible miss, never a false match). ``bounded=False`` leaves the
+    columns with two finite bounds that no merge made alone: the canonical form's origin step orients those from
+    data a shift leaves alone (the lean of [1, 3] and of the same hours counted from 32, [-31, -29], differ); a
+    merged one still needs the lean, its direction came from which partner the merge kept."""
     in_quad = {j for k in m.quad for j in k}
     for j in range(m.n_vars):
         lo, hi = m.lb[j], m.ub[j]
-        leans = math.isfinite(hi) and (math.isinf(lo) or (bounded and lo + hi < 0))
+        leans = math.isfinite(hi) and (math.isinf(lo) or ((bounded or m.names[j] in m.merged) and lo + hi < 0))
         if j in in_quad or not leans:
             continue
         for row in m.rows:

@@ -29,6 +29,7 @@ class StdModel:
     constant: float = 0.0
     quad: dict[tuple[int, int], float] = field(default_factory=dict)  # coef * x_i * x_j with i <= j
     row_names: list[str] = field(default_factory=list)
+    merged: set[str] = field(default_factory=set)  # columns that absorbed a split partner (reformulate.py)
 
     @property
     def n_vars(self) -> int:
@@ -41,7 +42,7 @@ class StdModel:
     def copy(self) -> StdModel:
         return StdModel(list(self.names), list(self.integer), list(self.lb), list(self.ub),
                         [dict(r) for r in self.rows], list(self.lo), list(self.hi), dict(self.obj), self.maximize,
-                        self.constant, dict(self.quad), list(self.row_names))
+                        self.constant, dict(self.quad), list(self.row_names), set(self.merged))
 
     def objective_value(self, x: list[float]) -> float:
         val = self.constant + sum(c * x[j] for j, c in self.obj.items())
