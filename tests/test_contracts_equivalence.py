@@ -416,7 +416,8 @@ def _substituted(m: Model, moves: dict[str, tuple[float, float]]) -> Model:
     variables = []
     for v in m.variables:
         if v.name in moves:
-            lo, hi = sorted([bound(v, v.lb), bound(v, v.ub)], key=lambda x: -1e300 if x is None else x)
+            lo, hi = bound(v, v.lb), bound(v, v.ub)
+            lo, hi = (lo, hi) if moves[v.name][1] > 0 else (hi, lo)
             v = v.model_copy(update={"name": v.name + "_p", "lb": lo, "ub": hi})
         variables.append(v)
 
