@@ -2,6 +2,8 @@
 
 Policies answer in chat: prose, perhaps a data block, a model block, an example output block. The program to run is
 the python block that imports a solver; when several do, the last one (models revise their answer as they go).
+Failing a python-tagged one, an untagged block or one tagged with something else (``gurobipy``, ``pyomo``) that
+parses and imports a solver.
 Without fences the whole text counts if it parses as Python and imports something. A response cut off inside a
 fence (max tokens) still yields the open block.
 
@@ -86,13 +88,14 @@ def extract_code(text: str) -> str | None:
     blocks = code_blocks(text)
     if blocks:
         blocks = [(tag, _without_shell_lines(b)) for tag, b in blocks]
-        code = [(tag in PYTHON_TAGS, b) for tag, b in blocks if tag in PYTHON_TAGS or (not tag and _parses(b))]
+        # python-tagged blocks; then untagged ones and ones tagged otherwise (```gurobipy, ```pyomo) that parse
+        code = [(tag in PYTHON_TAGS, tag, b) for tag, b in blocks if tag in PYTHON_TAGS or _parses(b)]
         for tagged in (True, False):
-            solver = [i for i, (t, b) in enumerate(code) if t is tagged and imports_solver(b)]
+            solver = [i for i, (t, _, b) in enumerate(code) if t is tagged and imports_solver(b)]
             if solver:
-                return _assemble([b for _, b in code], solver[-1])
-        python = [b for t, b in code if t]
-        pool = python or [b for t, b in code if not t]
+                return _assemble([b for _, _, b in code], solver[-1])
+        python = [b for t, _, b in code if t]
+        pool = python or [b for t, tag, b in code if not tag]
         return max(pool, key=len) if pool else None
     text = _without_shell_lines(text)
     if _IMPORT.search(text) and _parses(text):

@@ -37,6 +37,11 @@ SOLVER_BLOCK = "import gurobipy as gp\nm = gp.Model()\nm.optimize()\n"
     # CRLF line endings (a Windows client, some chat servers): the closing fence still closes the block
     (f"Here:\r\n```python\r\n{SOLVER_BLOCK.replace(chr(10), chr(13) + chr(10))}```\r\nThe answer is 3.\r\n",
      SOLVER_BLOCK),
+    # a fence tagged with the solver's name, not the language
+    (f"```gurobipy\n{SOLVER_BLOCK}```", SOLVER_BLOCK),
+    # ... but never one that does not parse, nor a JSON block when no block imports a solver
+    ("```gurobi\nmaximize 3 x\n```", None),
+    ('```json\n{"x": 1}\n```', None),
     ("The answer is 42.", None),
     ("", None),
     ("```text\nnot code at all\n```", None),
