@@ -28,6 +28,19 @@ m.o = pyo.Objective(expr=m.x)
 pyo.SolverFactory("appsi_highs").solve(m, load_solutions=False)
 """
 SYNTAX = "import gurobipy as gp\nm = gp.Model(\n"
+# linprog only minimises: the profit is negated, the answer is -res.fun (the solver's optimum is -30)
+LINPROG_MAX = """from scipy.optimize import linprog
+res = linprog(c=[-3, -5], A_ub=[[1, 2]], b_ub=[10], bounds=[(0, None)] * 2)
+print("Maximum profit:", -res.fun)
+"""
+# min -profit in gurobipy: the answer is read from the model (every cost <= 0), not from what it prints
+MIN_NEG_REPORTED_AS_IS = """import gurobipy as gp
+m = gp.Model()
+x = m.addVar(ub=3, name="x")
+m.setObjective(-x, gp.GRB.MINIMIZE)
+m.optimize()
+print("Optimal profit:", m.ObjVal)
+"""
 
 
 def _items() -> list[Completion]:
@@ -40,6 +53,10 @@ def _items() -> list[Completion]:
         Completion(id="rounding", answer=3.0004, completion=f"Here is the model:\n```python\n{MAX3}```\n"),
         Completion(id="nocode", answer=3, completion="I think the answer is 3."),
         Completion(id="syntax", answer=3, code=SYNTAX),
+        Completion(id="linprog_max", answer=30, code=LINPROG_MAX),
+        Completion(id="min_neg_profit", answer=3, code=MIN_NEG_REPORTED_AS_IS),
+        # a max problem with positive costs is read as written: -3 is not its answer
+        Completion(id="max3_negative_label", answer=-3, code=MAX3),
     ]
 
 
@@ -64,15 +81,25 @@ def test_each_item_is_judged_for_what_the_solver_did(scored):
     assert by_id["rounding"].miss_class == "tolerance_only"
     assert by_id["nocode"].miss_class == "no_code"
     assert by_id["syntax"].exec_status == "syntax_error" and by_id["syntax"].miss_class == "code"
+    # min -f reported as -optimum: the solver's optimum, read with the sign the program reports
+    lp = by_id["linprog_max"]
+    assert lp.objective == pytest.approx(-30.0) and lp.passed == {"strict": True, "orlm_lenient": True}
+    assert lp.negated_objective and lp.miss_class is None
+    neg = by_id["min_neg_profit"]
+    assert neg.objective == pytest.approx(-3.0) and neg.passed["strict"] is True and neg.negated_objective
+    wrong = by_id["max3_negative_label"]
+    assert wrong.passed == {"strict": False, "orlm_lenient": False} and not wrong.negated_objective
+    assert wrong.miss_class == "formulation"
 
 
 def test_summary_counts_labelled_items_only(scored):
     _, summary = scored
     entry = summary["all"]
-    assert entry["items"] == 8 and entry["labelled_items"] == 7 and entry["unlabelled_items"] == 1
-    assert entry["rules"]["strict"]["passed"] == 2
-    assert entry["rules"]["orlm_lenient"]["passed"] == 3
-    assert entry["rules"]["strict"]["pass@1"] == pytest.approx(2 / 7)
+    assert entry["items"] == 11 and entry["labelled_items"] == 10 and entry["unlabelled_items"] == 1
+    assert entry["rules"]["strict"]["passed"] == 4
+    assert entry["rules"]["orlm_lenient"]["passed"] == 5
+    assert entry["rules"]["strict"]["pass@1"] == pytest.approx(4 / 10)
+    assert entry["negated_objective"] == 2
 
 
 def test_pass_at_k_estimator():

@@ -40,6 +40,7 @@ def summary_table(summary: dict[str, Any], rules: tuple[str, ...], k: int = 1) -
             if k > 1:
                 row[f"{r} pass@{k}"] = f"{100 * e[f'pass@{k}']:.1f}%"
         row["misses (strict)"] = ", ".join(f"{c}={n}" for c, n in entry["miss_classes"].items()) or "-"
+        row["negated obj"] = entry.get("negated_objective", 0)  # passes read as -objective (score._matches)
         rows.append(row)
     return rows
 

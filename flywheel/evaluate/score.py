@@ -10,7 +10,9 @@ no solve call), ``sandbox_limit`` (a sandbox rule stopped or refused the program
 processes/threads, a refused system call or the network; not a modelling error), ``solver_outcome`` (the solve ended infeasible / unbounded / timed out where a number was expected,
 or the reverse), ``tolerance_only`` (the objective misses strict but is within 1e-3 relative of the label, e.g.
 rounding), ``formulation`` (the solve succeeded and reports a clearly different optimum), ``infrastructure``
-(sandbox error or licence-size refusal: never counted against the model). Which execution statuses are which comes
+(sandbox error or licence-size refusal: never counted against the model). A program that optimised the negation
+of what was asked (every cost <= 0: ``linprog`` with ``c = -profit``, min -profit) matches through its negated
+optimum, flagged ``negated_objective`` and counted in the summary. Which execution statuses are which comes
 from ``solvers.failures``, the classification every failure report shares.
 """
 
@@ -26,6 +28,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from contracts.equivalence.mps import read_mps
 from contracts.extract import extract_code
 from contracts.tolerance import RULES, compare
 from solvers.errors import FlywheelError, unknown_name
@@ -84,6 +87,7 @@ class ItemVerdict(Record):
     tolerance: dict[str, float] = Field(default_factory=dict)  # rule -> absolute tolerance applied
     miss_class: str | None = None  # None when the strict rule passed
     dispute: bool = False  # the program's optimum beats the label in the model's own sense (label review)
+    negated_objective: bool = False  # passed with -objective: the program optimised -f (see _matches)
     error: str = ""
 
 
@@ -145,37 +149,61 @@ def judge(item: Completion, execution: Execution | None, rules: Sequence[str] = 
         return ItemVerdict(**base)
     passed: dict[str, bool] = {}
     tolerance: dict[str, float] = {}
+    negated, negatable = False, _optimises_negation(final)
     for r in rules:
         ok = False
         for label in labels:
-            hit, t = _matches(label, final, r)
+            hit, t, neg = _matches(label, final, r, negatable)
             tolerance[r] = t
             if hit:
-                ok = True
+                ok, negated = True, negated or neg
                 break
         passed[r] = ok
     if "strict" not in passed:  # the miss class is always judged against the strict rule
-        passed_strict = any(_matches(label, final, "strict")[0] for label in labels)
+        passed_strict = any(_matches(label, final, "strict", negatable)[0] for label in labels)
     else:
         passed_strict = passed["strict"]
     miss = None if passed_strict else _miss_class(labels, execution, final)
     dispute = _beats_label(labels, final) if miss in ("formulation", "tolerance_only") else False
-    return ItemVerdict(**base, passed=passed, tolerance=tolerance, miss_class=miss, dispute=dispute)
+    return ItemVerdict(**base, passed=passed, tolerance=tolerance, miss_class=miss, dispute=dispute,
+                       negated_objective=negated)
 
 
 def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def _matches(label: float | str, final: Any, rule: str) -> tuple[bool, float]:
+def _matches(label: float | str, final: Any, rule: str, negated: bool = False) -> tuple[bool, float, bool]:
+    """(match, tolerance used, matched through the negated objective). ``negated``: the program optimised a negated
+    quantity (``_optimises_negation``), so its answer is -objective where the objective itself misses."""
     if final is None:
-        return False, 0.0
+        return False, 0.0, False
     if isinstance(label, str):  # "infeasible": only a solve that concludes infeasible matches
-        return final.status == SolveStatus.INFEASIBLE, 0.0
+        return final.status == SolveStatus.INFEASIBLE, 0.0, False
     if final.status not in _SUCCESS_SOLVE or not _finite(final.objective):
-        return False, 0.0
+        return False, 0.0, False
     c = compare(float(final.objective), float(label), rule, mip_gap=final.mip_gap)
-    return c.match, c.tolerance
+    if not c.match and negated:
+        n = compare(-float(final.objective), float(label), rule, mip_gap=final.mip_gap)
+        if n.match:
+            return True, n.tolerance, True
+    return c.match, c.tolerance, False
+
+
+def _optimises_negation(final: Any) -> bool:
+    """A program that optimises the negation of what the question asks: every objective coefficient (and the
+    constant) <= 0, one < 0, no quadratic term. ``linprog`` only minimises, so profit p becomes ``c = -p`` and the
+    answer is ``-res.fun``; min -profit or max -cost in any API likewise. min(-f) = -max(f), so such a program's
+    answer is its solver's optimum negated: read from the captured model, never from what the program prints. A
+    model with costs of both signs (cost - revenue) is read as written."""
+    if final is None or not final.model_mps:
+        return False
+    try:
+        m = read_mps(final.model_mps)
+    except (FlywheelError, ValueError, IndexError, KeyError):  # a section the reader lacks, a malformed line
+        return False
+    costs = [c for c in m.obj.values() if c != 0]
+    return (not m.quad and bool(costs) and all(c < 0 for c in costs) and m.constant <= 0)
 
 
 def _miss_class(labels: list[float | str], execution: Execution | None, final: Any) -> str:
@@ -246,5 +274,6 @@ def summarise(verdicts: Iterable[ItemVerdict], rules: Sequence[str] = DEFAULT_RU
                 misses[s[0].miss_class] += 1
         entry["miss_classes"] = dict(sorted(misses.items()))
         entry["disputes"] = sorted(s[0].id for s in labelled if s[0].dispute)
+        entry["negated_objective"] = sum(1 for s in labelled if s[0].negated_objective)  # passes read as -objective
         summary[group] = entry
     return summary
