@@ -503,6 +503,7 @@ def load_hook_modules() -> None:
         ortools,
         pulp_,
         pyomo_,
+        scip,
         scipy_,
     )
 

@@ -42,6 +42,7 @@ CP_MAX_TERMS = 1_000_000  # the parent checks ~10 M linear terms/s in Python: at
 LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat", "ortools.mathopt", "pyomo"
 MODEL_BUILDER = "ortools.model_builder"
 SCIPY = "scipy"
+SCIP = "pyscipopt"
 CHECK_KEY = "verify"
 # Where a record keeps the solver's own claim when the re-solve changed its status (``SolveCall.claimed_status``).
 CLAIMED_KEY = "claimed_status"
