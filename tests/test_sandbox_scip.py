@@ -54,6 +54,17 @@ m.addCons(x * x + y * y <= 8)
 m.setObjective(x + y, "maximize")
 m.optimize()
 """,
+    # an objective limit that no solution meets: SCIP says infeasible about the limit, not the model, so the parent
+    # must not re-solve the claim and call it refuted
+    "objective_limit": """
+from pyscipopt import Model
+m = Model()
+x = m.addVar("x", lb=0, ub=3)
+m.setObjective(x, "maximize")
+m.setObjlimit(5.0)
+m.optimize()
+print(m.getStatus())
+""",
     # the program puts the unwrapped class back and solves with it
     "swapped": PLAN.replace("from pyscipopt import Model, quicksum",
                             "import pyscipopt\nfrom pyscipopt import quicksum\nModel = pyscipopt.Model.__mro__[1]\n"
@@ -108,3 +119,10 @@ def test_a_nonlinear_scip_model_is_recorded_unchecked(executions: dict) -> None:
 def test_a_program_that_unwraps_scip_is_tampering(executions: dict) -> None:
     e = executions["swapped"]
     assert e.status == ExecStatus.TAMPERED, (e.status, e.error)
+
+
+def test_an_objective_limit_is_marked_and_not_refuted(executions: dict) -> None:
+    e = executions["objective_limit"]
+    (s,) = e.solves
+    assert s.status in (SolveStatus.INFEASIBLE, SolveStatus.TIME_LIMIT_NO_SOLUTION), s.status
+    assert s.verification != "refuted" and e.status != ExecStatus.TAMPERED, (e.status, s.verification)

@@ -76,7 +76,27 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     mps, linear = _model(m)
     d.model_mps = mps
     d.check = {"linear": linear and mps is not None}
+    if _objective_limit(m):  # "no solution better than X" reads infeasible: not a question about the model
+        d.check["cutoff"] = True
     return d
+
+
+def _objective_limit(m: Any) -> bool:
+    """Did the program set an objective limit (``setObjlimit``; the ``limits/objective`` parameter before SCIP 10,
+    ``limits/primal`` / ``limits/dual`` since; defaults 1e20 / 1e99)?"""
+    try:
+        if abs(float(m.getObjlimit())) < m.infinity():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    for name in ("limits/objective", "limits/primal", "limits/dual"):
+        try:
+            value = float(m.getParam(name))
+        except (KeyError, LookupError, ValueError):
+            continue
+        if abs(value) < 1e19:
+            return True
+    return False
 
 
 @hook("pyscipopt", ("pyscipopt", "pyscipopt.scip"))
