@@ -38,6 +38,23 @@ def _packed_mask(batch: int, seq: int, doc: int) -> torch.Tensor:
     return (same_doc & (pos[None, :] <= pos[:, None])).expand(batch, 1, seq, seq)
 
 
+def _docs_mask(lengths: list[list[int]]) -> torch.Tensor:
+    """Block-causal (B, 1, S, S) mask of rows packed with documents of the given lengths (rows may differ)."""
+    rows = []
+    for row in lengths:
+        doc = torch.repeat_interleave(torch.arange(len(row)), torch.tensor(row))
+        rows.append((doc[:, None] == doc[None, :]) & torch.ones(len(doc), len(doc), dtype=torch.bool).tril())
+    return torch.stack(rows)[:, None]
+
+
+def _padding_mask(seq: int) -> torch.Tensor:
+    """Causal with the last two keys padded out: not block-causal (backends must honour it as it is)."""
+    m = torch.ones(seq, seq, dtype=torch.bool).tril()
+    m[:, -2:] = False
+    m[-2:, -2:] = torch.eye(2, dtype=torch.bool)  # padded queries see themselves (no empty softmax row)
+    return m.expand(2, 1, seq, seq)
+
+
 CASES = {
     "rms_norm": [((_leaf(3, 7, 64), _leaf(64, seed=1), 1e-6), {}), ((_leaf(5, 4, 16, 16), _leaf(16, seed=2), 1e-5), {})],
     "swiglu": [((_leaf(9, 128), _leaf(9, 128, seed=1)), {}), ((_leaf(2, 5, 33), _leaf(2, 5, 33, seed=1)), {})],
@@ -47,7 +64,12 @@ CASES = {
     "moe_dispatch": [moe_case(50, 32, 24, 4, 2), moe_case(31, 16, 8, 8, 3)],
     "attention": [((_leaf(2, 4, 11, 16), _leaf(2, 2, 11, 16, seed=1), _leaf(2, 2, 11, 16, seed=2), None, 0.25), {}),
                   ((_leaf(2, 4, 12, 16), _leaf(2, 2, 12, 16, seed=1), _leaf(2, 2, 12, 16, seed=2),
-                    _packed_mask(2, 12, 5), 0.25), {})],
+                    _packed_mask(2, 12, 5), 0.25), {}),
+                  # documents of different lengths per row, one of a single token
+                  ((_leaf(2, 6, 13, 16), _leaf(2, 2, 13, 16, seed=1), _leaf(2, 2, 13, 16, seed=2),
+                    _docs_mask([[4, 1, 8], [13]]), 0.25), {}),
+                  ((_leaf(2, 4, 10, 16), _leaf(2, 4, 10, 16, seed=1), _leaf(2, 4, 10, 16, seed=2),
+                    _padding_mask(10), 0.25), {})],
     "linear": [((_leaf(2, 9, 64), _leaf(32, 64, seed=1, scale=0.1), None), {}),
                ((_leaf(17, 48), _leaf(80, 48, seed=1, scale=0.1), _leaf(80, seed=2)), {})],
 }
@@ -150,3 +172,14 @@ def test_the_fp32_oracle_runs_on_mixed_dtype_inputs_captured_under_autocast(monk
     assert check.max_error < 6e-2, check  # against the fp32 oracle the bf16 candidate is within bf16 rounding
     up = verify.upcast_args((q, v, torch.ones(2, dtype=torch.bool)))
     assert [a.dtype for a in up] == [torch.float32, torch.float32, torch.bool] and up[1].requires_grad
+
+
+def test_segments_reads_documents_from_block_causal_masks_only() -> None:
+    from kernels.ops.attention import documents
+
+    assert documents(_docs_mask([[4, 1, 8], [13]]), 13, 13) == [[(0, 4), (4, 5), (5, 13)], [(0, 13)]]
+    additive = torch.zeros(1, 1, 6, 6).masked_fill(~_docs_mask([[2, 4]]), torch.finfo(torch.float32).min)
+    assert documents(additive, 6, 6) == [[(0, 2), (2, 6)]]  # transformers' additive float form
+    assert documents(_padding_mask(10), 10, 10) is None  # padding: not documents, the masked path runs
+    assert documents(torch.ones(1, 1, 5, 5, dtype=torch.bool), 5, 5) is None  # bidirectional
+    assert documents(None, 5, 5) is None and documents(_docs_mask([[3, 2]]), 2, 5) is None  # decoding
