@@ -43,6 +43,18 @@ def test_doctor_table_names_every_layer() -> None:
                          env={**os.environ, "COLUMNS": "80"})
     assert res.returncode == 0, res.stderr[-2000:]
     assert "seccomp" in res.stdout and "cgroup memory + pids caps" in res.stdout
+    assert "solve calls captured:" in res.stdout and "pyscipopt" in res.stdout
+
+
+def test_doctor_lists_the_captured_solver_apis_with_versions() -> None:
+    import importlib.metadata as md
+
+    from solvers.sandbox.doctor import solver_apis
+
+    rows = {r["api"]: r for r in solver_apis()}
+    assert {"gurobipy", "pyomo", "pulp", "scipy", "pyscipopt", "highspy", "coptpy"} <= rows.keys()
+    assert rows["gurobipy"]["installed"] and rows["gurobipy"]["version"] == md.version("gurobipy")
+    assert rows["pulp"]["version"] == md.version("pulp")  # module pulp, distribution PuLP
 
 
 def test_a_round_refuses_to_run_uncapped_unless_it_opts_out() -> None:

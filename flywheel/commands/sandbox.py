@@ -166,6 +166,12 @@ def register(app: typer.Typer) -> None:
         render_table([{"layer": layer["layer"], "on": "yes" if layer["active"] else "NO", "detail": layer["detail"]}
                       for layer in data["layers"]], console, title="sandbox isolation on this host",
                      priority=("layer", "on", "detail"))
+        apis = data.get("solver_apis", [])
+        console.print("solve calls captured: " + ", ".join(f"{a['api']} {a['version']}".strip() for a in apis
+                                                            if a["installed"]), highlight=False)
+        missing = [a["api"] for a in apis if not a["installed"]]
+        if missing:
+            console.print("hooked but not installed here: " + ", ".join(missing), highlight=False)
         if "isolation" in data:
             console.print(f"a program here runs with: {data['isolation']} ({data['probe_status']})", highlight=False)
         if "contract_jail" in data:

@@ -59,6 +59,7 @@ def diagnose(run_program: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"layers": layers, "host": {"kernel": platform.release(), "machine": platform.machine(),
                                                       "uid": os.geteuid(), "cgroups": _cgroup_layout(),
                                                       "rlimit_nproc": soft}}
+    out["solver_apis"] = solver_apis()
     if run_program:
         from solvers.sandbox import Program, SandboxConfig
         from solvers.sandbox import run_program as run_one
@@ -66,3 +67,28 @@ def diagnose(run_program: bool = True) -> dict[str, Any]:
         e = run_one(Program(program_id="doctor", code="print('ok')\n"), SandboxConfig(timeout_s=60, preload=()))
         out["isolation"], out["probe_status"] = e.isolation, str(e.status)
     return out
+
+
+def solver_apis() -> list[dict[str, Any]]:
+    """Every solver API the capture hooks (``solvers/sandbox/capture``): installed here or not, and its version. A
+    program written against one that is not installed fails with an import error, as it would anywhere."""
+    import importlib.metadata as md
+    import importlib.util
+
+    from solvers.sandbox.capture import HOOKS, load_hook_modules
+
+    load_hook_modules()
+    dists = md.packages_distributions()
+    rows = []
+    for api, h in sorted(HOOKS.items()):
+        top = h.modules[0].split(".")[0]
+        installed = importlib.util.find_spec(top) is not None
+        version = ""
+        for dist in dists.get(top, []) if installed else []:
+            try:
+                version = md.version(dist)
+                break
+            except md.PackageNotFoundError:
+                continue
+        rows.append({"api": api, "module": h.modules[0], "installed": installed, "version": version})
+    return rows
