@@ -22,8 +22,10 @@ from solvers.ir import Model
 # Recorded in export manifests, so a shard says which notion of "same model" its dedup used. "contracts-2" (2026-12-05):
 # the canonical form also undoes a column's change of origin or direction (x = s + x', y = 1 - y') and orients
 # rows whose negation reads the same by their columns' full colours; models with such columns hash differently from
-# "contracts", every other model as before.
-DEFAULT_HASHER = "contracts-2"
+# "contracts", every other model as before. "contracts-3" (2026-12-05, later): a cost-free two-sided column whose
+# rows name no direction takes it from the columns beside it, and a shifted two-sided column's range no longer
+# orients it; models with such columns (storage levels, mode switches, routing orders) hash differently again.
+DEFAULT_HASHER = "contracts-3"
 
 
 def structural_hash(model: Model | str, length: int = 16) -> str:
