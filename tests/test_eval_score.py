@@ -37,7 +37,7 @@ print("Maximum profit:", -res.fun)
 MIN_NEG_REPORTED_AS_IS = """import gurobipy as gp
 m = gp.Model()
 x = m.addVar(ub=3, name="x")
-m.setObjective(-x, gp.GRB.MINIMIZE)
+m.setObjective(-(x - 2), gp.GRB.MINIMIZE)  # -(profit - a fixed cost of 2): the constant is +2
 m.optimize()
 print("Optimal profit:", m.ObjVal)
 """
@@ -54,7 +54,7 @@ def _items() -> list[Completion]:
         Completion(id="nocode", answer=3, completion="I think the answer is 3."),
         Completion(id="syntax", answer=3, code=SYNTAX),
         Completion(id="linprog_max", answer=30, code=LINPROG_MAX),
-        Completion(id="min_neg_profit", answer=3, code=MIN_NEG_REPORTED_AS_IS),
+        Completion(id="min_neg_profit", answer=1, code=MIN_NEG_REPORTED_AS_IS),
         # a max problem with positive costs is read as written: -3 is not its answer
         Completion(id="max3_negative_label", answer=-3, code=MAX3),
     ]
@@ -86,7 +86,7 @@ def test_each_item_is_judged_for_what_the_solver_did(scored):
     assert lp.objective == pytest.approx(-30.0) and lp.passed == {"strict": True, "orlm_lenient": True}
     assert lp.negated_objective and lp.miss_class is None
     neg = by_id["min_neg_profit"]
-    assert neg.objective == pytest.approx(-3.0) and neg.passed["strict"] is True and neg.negated_objective
+    assert neg.objective == pytest.approx(-1.0) and neg.passed["strict"] is True and neg.negated_objective
     wrong = by_id["max3_negative_label"]
     assert wrong.passed == {"strict": False, "orlm_lenient": False} and not wrong.negated_objective
     assert wrong.miss_class == "formulation"

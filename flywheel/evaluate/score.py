@@ -11,7 +11,7 @@ processes/threads, a refused system call or the network; not a modelling error),
 or the reverse), ``tolerance_only`` (the objective misses strict but is within 1e-3 relative of the label, e.g.
 rounding), ``formulation`` (the solve succeeded and reports a clearly different optimum), ``infrastructure``
 (sandbox error or licence-size refusal: never counted against the model). A program that optimised the negation
-of what was asked (every cost <= 0: ``linprog`` with ``c = -profit``, min -profit) matches through its negated
+of what was asked (every nonzero cost < 0: ``linprog`` with ``c = -profit``, min -profit) matches through its negated
 optimum, flagged ``negated_objective`` and counted in the summary. Which execution statuses are which comes
 from ``solvers.failures``, the classification every failure report shares.
 """
@@ -191,11 +191,12 @@ def _matches(label: float | str, final: Any, rule: str, negated: bool = False) -
 
 
 def _optimises_negation(final: Any) -> bool:
-    """A program that optimises the negation of what the question asks: every objective coefficient (and the
-    constant) <= 0, one < 0, no quadratic term. ``linprog`` only minimises, so profit p becomes ``c = -p`` and the
-    answer is ``-res.fun``; min -profit or max -cost in any API likewise. min(-f) = -max(f), so such a program's
-    answer is its solver's optimum negated: read from the captured model, never from what the program prints. A
-    model with costs of both signs (cost - revenue) is read as written."""
+    """A program that optimises the negation of what the question asks: every objective coefficient < 0 (zeros
+    aside), no quadratic term; the constant may be anything (min -(revenue - 100) is -revenue + 100). ``linprog``
+    only minimises, so profit p becomes ``c = -p`` and the answer is ``-res.fun``; min -profit or max -cost in any
+    API likewise. min(-f) = -max(f), so such a program's answer is its solver's optimum negated: read from the
+    captured model, never from what the program prints. A model with costs of both signs (cost - revenue) is read
+    as written."""
     if final is None or not final.model_mps:
         return False
     try:
@@ -203,7 +204,7 @@ def _optimises_negation(final: Any) -> bool:
     except (FlywheelError, ValueError, IndexError, KeyError):  # a section the reader lacks, a malformed line
         return False
     costs = [c for c in m.obj.values() if c != 0]
-    return (not m.quad and bool(costs) and all(c < 0 for c in costs) and m.constant <= 0)
+    return not m.quad and bool(costs) and all(c < 0 for c in costs)
 
 
 def _miss_class(labels: list[float | str], execution: Execution | None, final: Any) -> str:
