@@ -65,6 +65,11 @@ m.setObjlimit(5.0)
 m.optimize()
 print(m.getStatus())
 """,
+    # the program forges what SCIP reports through the class the hook put in place: the describer reads through
+    # SCIP's own (immutable) class, so the record holds the real optimum
+    "forged_getter": PLAN.replace("m.optimize()", "Model.getObjVal = lambda self: 1e6\nm.optimize()"),
+    # ... or replaces the wrapped solve method on it
+    "replaced_method": PLAN.replace("m.optimize()", "Model.optimize = Model.__mro__[1].optimize\nm.optimize()"),
     # the program puts the unwrapped class back and solves with it
     "swapped": PLAN.replace("from pyscipopt import Model, quicksum",
                             "import pyscipopt\nfrom pyscipopt import quicksum\nModel = pyscipopt.Model.__mro__[1]\n"
@@ -126,3 +131,15 @@ def test_an_objective_limit_is_marked_and_not_refuted(executions: dict) -> None:
     (s,) = e.solves
     assert s.status in (SolveStatus.INFEASIBLE, SolveStatus.TIME_LIMIT_NO_SOLUTION), s.status
     assert s.verification != "refuted" and e.status != ExecStatus.TAMPERED, (e.status, s.verification)
+
+
+def test_a_forged_getter_on_the_hooked_class_changes_nothing(executions: dict) -> None:
+    e = executions["forged_getter"]
+    assert e.status == ExecStatus.OK, (e.status, e.error)
+    assert e.solves[-1].objective == pytest.approx(123.45678912 * 8.123456789012 + 5.5 * (10 - 8.123456789012) - 1.5)
+    assert "1000000" in e.stdout  # what the program prints is its own business
+
+
+def test_replacing_the_wrapped_solve_method_is_tampering(executions: dict) -> None:
+    e = executions["replaced_method"]
+    assert e.status == ExecStatus.TAMPERED, (e.status, e.error)
