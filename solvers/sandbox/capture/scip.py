@@ -2,7 +2,9 @@
 
 ``pyscipopt.Model`` is an immutable extension type (its methods cannot be replaced), so the hook puts a subclass in
 its place (``pyscipopt.Model`` and ``pyscipopt.scip.Model``) whose solve methods are wrapped: a program that
-imports the class after the hook, as every program does, builds the subclass.
+imports the class after the hook, as every program does, builds the subclass. Its solve methods are patched one
+by one (replacing one is ``tampered``), and the describer reads the result through SCIP's own class, so a getter a
+program redefines on the subclass changes what it prints, not the record.
 
 The model is written by ``write_mps`` from SCIP's original problem (every digit; SCIP's own writer prints 15
 significant digits and writes names with spaces, which a free-format reader splits). A model with a constraint
