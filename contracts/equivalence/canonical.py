@@ -180,18 +180,18 @@ def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) 
     while open_:
         found: dict[int, int] = {}
         for j in open_:
-            by_colour: Counter = Counter()
+            by_neighbour: Counter = Counter()  # column k -> sum of sign(a_ij) sign(a_ik) sigma_k over shared rows
             for i in rows_of[j]:
                 row = m.rows[i]
                 a = 1 if row[j] > 0 else -1
                 for k in row:
                     if k != j and k in sigma:
-                        by_colour[k] += a * (1 if row[k] > 0 else -1) * sigma[k]
-            total = sum(by_colour.values())
-            if not total and any(by_colour.values()):
-                colour = colour or _unsigned_colours(m)
+                        by_neighbour[k] += a * (1 if row[k] > 0 else -1) * sigma[k]
+            total = sum(by_neighbour.values())
+            if not total and any(by_neighbour.values()):
+                colour = colour or _unsigned_colours(m, in_quad)
                 per: Counter = Counter()
-                for k, v in by_colour.items():
+                for k, v in by_neighbour.items():
                     per[colour[k]] += v
                 total = next((per[c] for c in sorted(per) if per[c]), 0)
             if total:
@@ -204,7 +204,7 @@ def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) 
         open_ -= found.keys()
 
 
-def _unsigned_colours(m: StdModel) -> list[str]:
+def _unsigned_colours(m: StdModel, in_quad: set[int]) -> list[str]:
     """Column colours that no shift, mirror or rescaling of a column, and no row's sign or scale, changes: colour
     refinement on the nonzero pattern with integrality, the kind of range (two-sided, one-sided, free) and the cost's
     sign for the columns whose direction is canonical by then (one-sided and costed ones; 0 for the others)."""
@@ -213,7 +213,6 @@ def _unsigned_colours(m: StdModel) -> list[str]:
     u.lo = [-INF] * u.n_rows
     u.hi = [INF] * u.n_rows
     u.quad = {}
-    in_quad = {k for q in m.quad for k in q}
     for j in range(u.n_vars):
         lo, hi = m.lb[j], m.ub[j]
         two, free = math.isfinite(lo) and math.isfinite(hi), math.isinf(lo) and math.isinf(hi)

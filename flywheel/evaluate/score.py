@@ -18,10 +18,11 @@ from ``solvers.failures``, the classification every failure report shares.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,9 @@ def judge(item: Completion, execution: Execution | None, rules: Sequence[str] = 
         return ItemVerdict(**base)
     passed: dict[str, bool] = {}
     tolerance: dict[str, float] = {}
-    negated, negatable = False, _optimises_negation(final)
+    # parsed only for an item whose objective misses as it stands (most items match or miss without it)
+    negatable = functools.cache(lambda: _optimises_negation(final))
+    negated = False
     for r in rules:
         ok = False
         for label in labels:
@@ -173,9 +176,11 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def _matches(label: float | str, final: Any, rule: str, negated: bool = False) -> tuple[bool, float, bool]:
-    """(match, tolerance used, matched through the negated objective). ``negated``: the program optimised a negated
-    quantity (``_optimises_negation``), so its answer is -objective where the objective itself misses."""
+def _matches(label: float | str, final: Any, rule: str,
+             negated: Callable[[], bool] = lambda: False) -> tuple[bool, float, bool]:
+    """(match, tolerance used, matched through the negated objective). ``negated()``: the program optimised a negated
+    quantity (``_optimises_negation``), so its answer is -objective where the objective itself misses; asked only
+    then."""
     if final is None:
         return False, 0.0, False
     if isinstance(label, str):  # "infeasible": only a solve that concludes infeasible matches
@@ -183,7 +188,7 @@ def _matches(label: float | str, final: Any, rule: str, negated: bool = False) -
     if final.status not in _SUCCESS_SOLVE or not _finite(final.objective):
         return False, 0.0, False
     c = compare(float(final.objective), float(label), rule, mip_gap=final.mip_gap)
-    if not c.match and negated:
+    if not c.match and negated():
         n = compare(-float(final.objective), float(label), rule, mip_gap=final.mip_gap)
         if n.match:
             return True, n.tolerance, True
