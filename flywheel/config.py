@@ -97,6 +97,9 @@ class PolicySection(_Section):
                                       "clearly faster than fp32 here (training.precision), else fp32")
     stop_after_code: bool = Field(True, description="hf: stop a completion once it holds a closed python block "
                                                     "that imports a solver (the program contracts.extract takes)")
+    repeat_stop: int = Field(0, ge=0, description="hf: stop a completion once its last N tokens repeat one span of "
+                             "at most 64 tokens (a greedy loop bound for max_tokens; finish reason 'repeat'); 0: off. "
+                             "bench/repeat_stop.py replays cached completions to show which N changes no program")
 
 
 class FlywheelConfig(_Section):

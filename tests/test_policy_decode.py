@@ -121,3 +121,75 @@ def test_dtype_is_measured_recorded_and_keys_the_cache(checkpoint) -> None:
     assert next(bf16._model.parameters()).dtype == torch.bfloat16
     # On this machine auto picks what the probe measures for the checkpoint's MLP shape (32 x 64: a tie is fp32).
     assert probe_dtype(32, 64, 64)["chosen"] in ("fp32", "bf16")
+
+
+def _guard_stop(tokens: list[int], span: int) -> int | None:
+    from flywheel.policies.backends.decode import RepeatGuard
+
+    guard, seen = RepeatGuard(span), []
+    for t in tokens:
+        seen.append(t)
+        if guard.looping(seen):
+            return len(seen)
+    return None
+
+
+@pytest.mark.parametrize("period", [1, 3, 17, 64])
+def test_repeat_guard_fires_once_the_looping_suffix_reaches_the_span(period) -> None:
+    """A prefix, then one span of ``period`` tokens over and over: the guard fires on the first token at which the
+    periodic suffix is ``span`` long and holds three copies (the prefix's last token differs, so the suffix starts
+    after it)."""
+    rng = torch.Generator().manual_seed(period)
+    prefix = [1000 + i for i in range(30)]
+    unit = torch.randint(0, 900, (period,), generator=rng).tolist()
+    if period > 1:
+        unit[0] = unit[-1] + 1  # a unit that is not itself periodic with a shorter period
+    tokens = prefix + unit * (400 // period + 2)
+    span = 96
+    # The suffix from the first unit token on is periodic with `period`; it reaches `span` tokens at this length.
+    assert _guard_stop(tokens, span) == len(prefix) + max(span, 3 * period)
+    assert _guard_stop(tokens, 10_000) is None  # never looping that long
+
+
+def test_repeat_guard_ignores_spans_longer_than_it_looks_for_and_fresh_text() -> None:
+    long_unit = list(range(65))  # one span of 65 tokens repeated: longer than REPEAT_PERIOD
+    assert _guard_stop(long_unit * 8, 128) is None
+    counting = [t for i in range(200) for t in (7, 1000 + i, 8)]  # '("P", i): ...' with a changing number
+    assert _guard_stop(counting, 96) is None
+
+
+def test_decode_stops_a_looping_row_with_reason_repeat(checkpoint) -> None:
+    """A scripted "model" that opens a block and then writes the same dict entry forever: with ``repeat_stop`` the
+    row ends once the loop spans that many tokens; without it, at the token limit. The other row is untouched."""
+    from transformers import LlamaConfig
+
+    loop = [11, 12, 13, 14, 15]  # one entry, 5 tokens
+
+    class Looper(torch.nn.Module):
+        config = LlamaConfig(num_hidden_layers=1)
+
+        def forward(self, input_ids, past_key_values=None, **_):  # noqa: ANN001, ANN003, ANN202
+            step = past_key_values.get_seq_length()
+            logits = torch.zeros(input_ids.shape[0], 1, 64)
+            for row in range(input_ids.shape[0]):
+                # a row whose prompt is token 1 loops; the other counts up through 20..59 (never periodic here)
+                looping = int(input_ids[row, -1]) in (1, *loop)
+                logits[row, 0, loop[step % 5] if looping else 20 + step % 40] = 1.0
+            past_key_values.update(torch.zeros(input_ids.shape[0], 1, input_ids.shape[1], 2),
+                                   torch.zeros(input_ids.shape[0], 1, input_ids.shape[1], 2), 0)
+            return type("Out", (), {"logits": logits})()
+
+    ids = torch.tensor([[1], [2]])
+    out = decode(Looper(), ids, torch.ones_like(ids), max_new=40, eos=None,
+                 pick=lambda logits, rows: logits.argmax(-1), repeat_stop=20)
+    assert out[0].finish_reason == "repeat" and len(out[0].tokens) == 20
+    assert out[1].finish_reason == "length" and len(out[1].tokens) == 40
+    free = decode(Looper(), ids, torch.ones_like(ids), max_new=40, eos=None, pick=lambda logits, rows: logits.argmax(-1))
+    assert [d.finish_reason for d in free] == ["length", "length"] and len(free[0].tokens) == 40
+
+
+def test_repeat_stop_keys_the_cache_only_when_on(checkpoint) -> None:
+    off = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection())
+    on = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(repeat_stop=200))
+    assert "repeat_stop" not in off.sampling_options  # replies cached before the setting existed are still served
+    assert on.sampling_options["repeat_stop"] == 200 and on.sampling_options != off.sampling_options

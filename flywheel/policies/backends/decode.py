@@ -7,7 +7,11 @@ attention mask and the positions are cut down to them (``Cache.batch_select_indi
 
 A row stops at its end-of-sequence token, at ``max_new`` tokens, or (``stop_after_code``) when its text so far holds
 a closed fenced python block that imports a solver: what ``contracts.extract`` would pick from it is complete, and
-the prompts ask for one such block and nothing else. Greedy rows give the tokens ``generate`` gives (same prefill,
+the prompts ask for one such block and nothing else. With ``repeat_stop`` > 0 a row also stops (finish reason
+``"repeat"``) once its last ``repeat_stop`` tokens are one span of at most ``REPEAT_PERIOD`` tokens said over and over
+(``m.sum(m.sum(m.sum(``, one dict entry written forty times): greedy decoding that has copied a span three or more
+times in a row almost never leaves the loop, and such a row otherwise runs to ``max_new`` and holds its batch.
+Greedy rows give the tokens ``generate`` gives (same prefill,
 same per-row arithmetic; batch composition can only move float rounding); sampled rows draw from the same per-row
 ``torch.Generator`` streams, so a sample does not depend on which batch it lands in.
 """
@@ -24,7 +28,28 @@ from contracts.extract import PYTHON_TAGS, closed_code_blocks, imports_solver
 @dataclass
 class Decoded:
     tokens: list[int]  # new tokens, without the end-of-sequence token
-    finish_reason: str  # "stop" (end of sequence or end of the code block) | "length"
+    finish_reason: str  # "stop" (end of sequence or end of the code block) | "length" | "repeat"
+
+
+REPEAT_PERIOD = 64  # longest repeated span looked for: a loop over a whole data row is longer than one token
+
+
+class RepeatGuard:
+    """Is a row looping? For each period p <= ``REPEAT_PERIOD``, ``run[p]`` counts how many of the latest tokens
+    equal the token p places before them; the last ``run[p] + p`` tokens are then p-periodic. The row loops once
+    that suffix holds three copies of its span and reaches ``span`` tokens. O(REPEAT_PERIOD) per token."""
+
+    def __init__(self, span: int) -> None:
+        self.span = span
+        self.run = [0] * (REPEAT_PERIOD + 1)
+
+    def looping(self, tokens: list[int]) -> bool:
+        n, last = len(tokens), tokens[-1]
+        hit = False
+        for p in range(1, min(REPEAT_PERIOD, n - 1) + 1):
+            self.run[p] = self.run[p] + 1 if tokens[n - 1 - p] == last else 0
+            hit = hit or (self.run[p] >= 2 * p and self.run[p] + p >= self.span)
+        return hit
 
 
 def code_block_closed(text: str) -> bool:
@@ -42,9 +67,11 @@ def cache_argument(model: Any) -> str:
 
 
 def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos: int | None,
-           pick: Callable[[Any, list[int]], Any], text_of: Callable[[list[int]], str] | None = None) -> list[Decoded]:
+           pick: Callable[[Any, list[int]], Any], text_of: Callable[[list[int]], str] | None = None,
+           repeat_stop: int = 0) -> list[Decoded]:
     """Decode every row of a left-padded batch. ``pick(logits_BV, rows)`` returns the next token of each active row
-    (``rows``: their indices in the original batch); ``text_of(tokens)`` turns on stopping at a closed code block."""
+    (``rows``: their indices in the original batch); ``text_of(tokens)`` turns on stopping at a closed code block;
+    ``repeat_stop`` > 0 stops a row whose last ``repeat_stop`` tokens loop (``RepeatGuard``)."""
     import torch
     from transformers import DynamicCache
 
@@ -52,6 +79,7 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos
     out: list[list[int]] = [[] for _ in range(n)]
     reason = ["length"] * n
     rows = list(range(n))
+    guards = [RepeatGuard(repeat_stop) for _ in range(n)] if repeat_stop > 0 else None
     mask = attention_mask.clone()
     pos = (mask.long().cumsum(-1) - 1).clamp_(min=0)
     cache = DynamicCache(config=model.config)
@@ -72,6 +100,9 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos
                 # A fence ends in a backtick token: only then can a block have just closed.
                 if text_of is not None and "`" in text_of(out[r][-2:]) and code_block_closed(text_of(out[r])):
                     reason[r] = "stop"
+                    continue
+                if guards is not None and guards[r].looping(out[r]):
+                    reason[r] = "repeat"
                     continue
                 keep.append(j)
             if not keep or step + 1 == max_new:

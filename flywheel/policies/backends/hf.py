@@ -98,7 +98,10 @@ class HFBackend(Backend):
 
     @property
     def sampling_options(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "stop_after_code": self.settings.stop_after_code}
+        options: dict[str, Any] = {"dtype": self.dtype, "stop_after_code": self.settings.stop_after_code}
+        if self.settings.repeat_stop:  # only when on: replies cached before the setting existed stay valid
+            options["repeat_stop"] = self.settings.repeat_stop
+        return options
 
     def _load(self) -> None:
         import torch
@@ -152,7 +155,8 @@ class HFBackend(Backend):
         stop = self.settings.stop_after_code and not suppress_eos
         decoded = decode(model, enc["input_ids"], enc["attention_mask"], max_new=first.max_tokens,
                          eos=None if suppress_eos else tok.eos_token_id, pick=pick,
-                         text_of=(lambda ids: tok.decode(ids, skip_special_tokens=True)) if stop else None)
+                         text_of=(lambda ids: tok.decode(ids, skip_special_tokens=True)) if stop else None,
+                         repeat_stop=0 if suppress_eos else self.settings.repeat_stop)
         latency = (time.perf_counter() - t0) / len(batch)
         return [Completion(text=tok.decode(d.tokens, skip_special_tokens=True), finish_reason=d.finish_reason,
                            usage={"prompt_tokens": int(enc["input_ids"].shape[1]),
