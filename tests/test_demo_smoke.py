@@ -101,3 +101,17 @@ def test_a_second_run_resumes(demo) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "flywheel train" not in proc.stderr and "flywheel run-round" not in proc.stderr, proc.stderr[-2000:]
     assert time.perf_counter() - t < 300  # no stage reran (the SQL look-ups and plots remain)
+
+
+def test_only_the_base_model_is_scored_with_the_repeat_guard(tmp_path) -> None:
+    """The base checkpoint's zero-shot rows end once they loop ([policy] repeat_stop); every fine-tuned model is
+    scored without the guard, so rounds compare at equal settings. Limits as the size sets them."""
+    from flywheel.config import load_config
+    from flywheel.demo.run import Demo
+
+    full = SIZES["full"]
+    demo = Demo(full, tmp_path, tmp_path / "reports")
+    base, r0 = load_config(demo.policy_config("base")).policy, load_config(demo.policy_config("r0")).policy
+    assert base.repeat_stop == full.zero_shot_repeat_stop > 0 and r0.repeat_stop == 0
+    assert (base.max_tokens, r0.max_tokens) == (full.zero_shot_max_tokens, full.max_tokens)
+    assert demo.policy_config("base") != demo.policy_config("r0") == demo.policy_config("r1")

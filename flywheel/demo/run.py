@@ -62,12 +62,15 @@ class Demo:
         """The policy TOML for evaluating ``tag`` (the base model ``"base"`` gets ``zero_shot_max_tokens``)."""
         s = self.size
         max_tokens = (s.zero_shot_max_tokens if tag == "base" else 0) or s.max_tokens
-        path = self.work / ("policy.toml" if max_tokens == s.max_tokens else f"policy-{max_tokens}.toml")
+        repeat_stop = s.zero_shot_repeat_stop if tag == "base" else 0
+        name = "policy" + (f"-{max_tokens}" if max_tokens != s.max_tokens else "") + ("-base" if repeat_stop else "")
+        path = self.work / f"{name}.toml"
         path.write_text(
             "# The demo's policy settings: the code-only template (the SFT shards are exported with it), greedy\n"
             "# evaluation, completions long enough for one program.\n"
             f"[policy]\ntemplate = \"{TEMPLATE}\"\nmax_tokens = {max_tokens}\nconcurrency = {s.batch_generate}\n"
-            f"[sandbox]\ntimeout_s = 30.0\ncpu_s = 30.0\n")
+            + (f"repeat_stop = {repeat_stop}\n" if repeat_stop else "")
+            + "[sandbox]\ntimeout_s = 30.0\ncpu_s = 30.0\n")
         return path
 
     # ---- data -----------------------------------------------------------------------------------------------

@@ -64,6 +64,9 @@ class DemoSize:
     val_rows: int = 4
     max_tokens: int = 600  # compact programs of these families are < ~450 SmolLM2 tokens
     zero_shot_max_tokens: int = 0  # the base model's limit (0 = max_tokens): it loops to the limit whatever it is
+    zero_shot_repeat_stop: int = 128  # the base model's rows end once they loop ([policy] repeat_stop; 0 = off):
+    #                                   its zero-shot output loops, and bench/repeat_stop.py shows the guard never
+    #                                   cuts a completion that ends by itself. Fine-tuned models are scored without it.
     batch_generate: int = 30
     workers: int = 2
     threads: int = 2
