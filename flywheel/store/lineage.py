@@ -16,7 +16,7 @@ from solvers.versions import package_version
 
 # Distributions whose versions change what a round produces (generators, solvers, store, contracts).
 PACKAGES = ("or-flywheel", "numpy", "pydantic", "duckdb", "pyarrow", "highspy", "gurobipy", "ortools", "pyomo",
-            "coptpy", "docplex", "cplex", "pulp", "pyscipopt", "scipy", "datasketch", "torch", "transformers")
+            "coptpy", "docplex", "cplex", "pulp", "pyscipopt", "cvxpy", "scipy", "datasketch", "torch", "transformers")
 
 
 @cache

@@ -498,6 +498,7 @@ def load_hook_modules() -> None:
     from solvers.sandbox.capture import (  # noqa: F401
         copt,
         cplex,
+        cvxpy_,
         gurobi,
         highs,
         ortools,

@@ -155,7 +155,7 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
 # a solution claimed through one of them without its model did not come from the capture. OR-Tools and pyomo depend
 # on the record's kind (``_model_promised``).
 MODEL_APIS = {"gurobipy", "highspy", "coptpy", "docplex", "pulp"}
-KNOWN_APIS = MODEL_APIS | {"ortools", "pyomo", "scipy", "pyscipopt"}
+KNOWN_APIS = MODEL_APIS | {"ortools", "pyomo", "scipy", "pyscipopt", "cvxpy"}
 
 
 def verify_solves(records: list[Any], models_expected: bool = False) -> Verdict:
@@ -254,6 +254,7 @@ def _model_promised(api: str, check: dict[str, Any]) -> bool:
         return True
     if api == "ortools" and check.get("kind") == CP_SAT:
         return False  # CP-SAT's compact model is required separately (_verify_cp)
-    if api in ("pyomo", "scipy", "pyscipopt") or (api == "ortools" and check.get("kind") in (MATHOPT, MODEL_BUILDER)):
+    if api in ("pyomo", "scipy", "pyscipopt", "cvxpy") \
+            or (api == "ortools" and check.get("kind") in (MATHOPT, MODEL_BUILDER)):
         return check.get("linear") is not False  # "linear": false only for a model MPS cannot hold
     return True  # pywraplp exports every model it can hold; an ortools record without a known kind is not the capture's

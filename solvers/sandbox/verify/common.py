@@ -43,6 +43,7 @@ LINEAR_SOLVER, CP_SAT, MATHOPT, PYOMO = "ortools.linear_solver", "ortools.cp_sat
 MODEL_BUILDER = "ortools.model_builder"
 SCIPY = "scipy"
 SCIP = "pyscipopt"
+CVXPY = "cvxpy"
 CHECK_KEY = "verify"
 # Where a record keeps the solver's own claim when the re-solve changed its status (``SolveCall.claimed_status``).
 CLAIMED_KEY = "claimed_status"
