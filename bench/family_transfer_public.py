@@ -7,7 +7,9 @@ NL4Opt and MAMO EasyLP. Strict and lenient Pass@1 with a 95% Wilson interval, an
 
     python bench/family_transfer_public.py [--eval runs/family-transfer/all/eval]
 
-Writes bench/results/family_transfer_public.{json,md}; rows whose evaluation directory is missing are skipped.
+Writes bench/results/family_transfer_public.{json,md}; rows whose evaluation directory is missing are skipped, and
+where the run over every item is missing, the run over the most leading items (``--limit N``, directory ``...-N``)
+stands in, its item count shown.
 """
 
 from __future__ import annotations
@@ -46,19 +48,30 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
 
 
+def largest(eval_dir: Path, name: str) -> Path | None:
+    """The run of ``name`` (all items) or, failing it, of ``name`` with the largest ``--limit`` (``...-256``)."""
+    if (eval_dir / name / "summary.json").is_file():
+        return eval_dir / name
+    stem = name.removesuffix("-all")
+    runs = [p for p in eval_dir.glob(f"{stem}-*") if p.name.removeprefix(f"{stem}-").isdigit()
+            and (p / "summary.json").is_file()]
+    return max(runs, key=lambda p: int(p.name.rsplit("-", 1)[1]), default=None)
+
+
 def row(eval_dir: Path, benchmark: str, arm: str) -> dict | None:
-    path = eval_dir / DIRS[(benchmark, arm)]
-    if not (path / "summary.json").is_file():
+    path = largest(eval_dir, DIRS[(benchmark, arm)])
+    if path is None:
         return None
     summary = json.loads((path / "summary.json").read_text())
     s = summary["summary"][benchmark]
+    limit = "" if path.name.endswith("-all") else f" --limit {path.name.rsplit('-', 1)[1]}"
     checkpoint, config, note = ARMS[arm]
     strict, lenient = s["rules"]["strict"], s["rules"]["orlm_lenient"]
     return {"benchmark": benchmark, "arm": arm, "checkpoint": f"hf:{checkpoint}", "items": s["items"],
             "strict": {**strict, "wilson95": [round(x, 4) for x in wilson(strict["passed"], s["items"])]},
             "lenient": lenient, "miss_classes": s["miss_classes"], "negated_objective": s.get("negated_objective", 0),
             "note": note,
-            "command": f"flywheel eval run --policy hf:{checkpoint} --benchmark {BENCH}/{benchmark} --api gurobipy "
+            "command": f"flywheel eval run --policy hf:{checkpoint} --benchmark {BENCH}/{benchmark}{limit} --api gurobipy "
                        f"--config {config} --out {path}"}
 
 
