@@ -61,19 +61,9 @@ def completions(runs: Path) -> list[dict]:
     return list(seen.values())
 
 
-def guard_stop(tokens: list[int], span: int) -> int | None:
-    """How many tokens the decode loop's ``RepeatGuard`` lets through before it stops the row (None: never)."""
-    guard, seen = RepeatGuard(span), []
-    for t in tokens:
-        seen.append(t)
-        if guard.looping(seen):
-            return len(seen)
-    return None
-
-
 def stop_at(tokens: list[int], span: int) -> int | None:
-    """``guard_stop`` in numpy (the same rule: at token i, for some p, the run of tokens equal to the one p before
-    is >= 2p and >= span - p); checked against ``guard_stop`` on the first completions."""
+    """``RepeatGuard.stop_after`` in numpy (the same rule: at token i, for some p, the run of tokens equal to the one p before
+    is >= 2p and >= span - p); checked against ``RepeatGuard.stop_after`` on the first completions."""
     a = np.asarray(tokens)
     best = None
     for p in range(1, min(REPEAT_PERIOD, len(a) - 1) + 1):
@@ -114,7 +104,7 @@ def main() -> None:
         for s in spans:
             at = stop_at(ids, s)
             if checked < 40:  # the numpy replay must be the guard itself
-                assert at == guard_stop(ids, s), (at, guard_stop(ids, s), s)
+                assert at == RepeatGuard.stop_after(ids, s), (at, RepeatGuard.stop_after(ids, s), s)
                 checked += 1
             if at is None:
                 continue

@@ -126,12 +126,7 @@ def test_dtype_is_measured_recorded_and_keys_the_cache(checkpoint) -> None:
 def _guard_stop(tokens: list[int], span: int) -> int | None:
     from flywheel.policies.backends.decode import RepeatGuard
 
-    guard, seen = RepeatGuard(span), []
-    for t in tokens:
-        seen.append(t)
-        if guard.looping(seen):
-            return len(seen)
-    return None
+    return RepeatGuard.stop_after(tokens, span)
 
 
 @pytest.mark.parametrize("period", [1, 3, 17, 64])

@@ -51,6 +51,17 @@ class RepeatGuard:
             hit = hit or (self.run[p] >= 2 * p and self.run[p] + p >= self.span)
         return hit
 
+    @classmethod
+    def stop_after(cls, tokens: list[int], span: int) -> int | None:
+        """How many of ``tokens`` a row writes before the guard stops it (None: never): the decode loop's rule
+        replayed over finished text (tests, ``bench/repeat_stop.py``)."""
+        guard, seen = cls(span), []
+        for t in tokens:
+            seen.append(t)
+            if guard.looping(seen):
+                return len(seen)
+        return None
+
 
 def code_block_closed(text: str) -> bool:
     """Does ``text`` hold a closed fenced python (or untagged) block that imports a solver?"""
