@@ -82,7 +82,8 @@ def main() -> None:
     rows = [r for b in ("nl4opt", "mamo_easylp") for a in ARMS if (r := row(args.eval, b, a))]
     result = {"bench": "family_transfer_public", "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "machine": machine(),
-              "note": "zero-shot Pass@1 on every item of each set, greedy, at most 1,000 new tokens, fp32 decoding, "
+              "note": "zero-shot Pass@1 on the items each row counts (a set's leading items where it counts fewer than "
+                      "the set holds: NL4Opt 245, MAMO EasyLP 652), greedy, at most 1,000 new tokens, fp32 decoding, "
                       "2 threads; the fine-tuned arms are bench/results/family_transfer_full.json's checkpoints "
                       "(760 SFT rows seen by each)", "results": rows}
     RESULTS.mkdir(exist_ok=True)
