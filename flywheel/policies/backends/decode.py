@@ -11,9 +11,9 @@ the prompts ask for one such block and nothing else. With ``repeat_stop`` > 0 a 
 ``"repeat"``) once its last ``repeat_stop`` tokens are one span of at most ``REPEAT_PERIOD`` tokens said over and over
 (``m.sum(m.sum(m.sum(``, one dict entry written forty times): greedy decoding that has copied a span three or more
 times in a row almost never leaves the loop, and such a row otherwise runs to ``max_new`` and holds its batch.
-Greedy rows give the tokens ``generate`` gives (same prefill,
-same per-row arithmetic; batch composition can only move float rounding); sampled rows draw from the same per-row
-``torch.Generator`` streams, so a sample does not depend on which batch it lands in.
+Greedy rows give the tokens ``generate`` gives (same prefill, same per-row arithmetic; batch composition can only
+move float rounding); sampled rows draw from the same per-row ``torch.Generator`` streams, so a sample does not
+depend on which batch it lands in.
 """
 
 from __future__ import annotations

@@ -126,8 +126,10 @@ def _numeric(bound: Any, shape: tuple[int, ...], default: float) -> Any:
     return np.broadcast_to(np.asarray(value, dtype=float), shape)
 
 
-def _columns(variables: list[Any], names: list[str], cost: Any) -> list[tuple[str, float, float, bool, float]] | None:
-    """(name, lower, upper, integer, cost) per scalar entry, or None for a variable attribute MPS cannot hold."""
+def _columns(variables: list[Any], names: list[str], cost: Any, binary: set[int],
+             integer: set[int]) -> list[tuple[str, float, float, bool, float]] | None:
+    """(name, lower, upper, integer, cost) per scalar entry, or None for a variable attribute MPS cannot hold.
+    ``binary`` / ``integer``: the scalar columns that are boolean / integral (booleans included)."""
     import numpy as np
 
     lower, upper = [], []
@@ -144,9 +146,6 @@ def _columns(variables: list[Any], names: list[str], cost: Any) -> list[tuple[st
             up = np.minimum(up, 0.0)
         lower += [float(x) for x in np.ravel(lo, order="F")]
         upper += [float(x) for x in np.ravel(up, order="F")]
-    booleans, integers = _GET["mip_idx"](variables)
-    binary = {int(i[0]) for i in booleans}
-    integer = binary | {int(i[0]) for i in integers}
     for j in binary:
         lower[j], upper[j] = max(lower[j], 0.0), min(upper[j], 1.0)
     return [(names[j], lower[j], upper[j], j in integer, float(cost[j])) for j in range(len(names))]
@@ -173,7 +172,7 @@ def _affine(exprs: list[Any], offsets: dict[int, int], n: int) -> tuple[Any, Any
     return a, [float(x) for x in (b.ravel() if hasattr(b, "ravel") else [b])]
 
 
-def _model(problem: Any, variables: list[Any], names: list[str]) -> str | None:
+def _model(problem: Any, variables: list[Any], names: list[str], binary: set[int], integer: set[int]) -> str | None:
     """The problem as MPS (see the module docstring), or None when it is not an LP / MILP as written."""
     from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
     from cvxpy.problems.objective import Maximize, Minimize
@@ -205,7 +204,7 @@ def _model(problem: Any, variables: list[Any], names: list[str]) -> str | None:
     if cost is None or (exprs and body is None):
         return None
     c_row, c_const = cost
-    columns = _columns(variables, names, c_row.toarray().ravel())
+    columns = _columns(variables, names, c_row.toarray().ravel(), binary, integer)
     if columns is None:
         return None
     rows: list[tuple[str, float, float]] = []
@@ -245,8 +244,9 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
     else:
         status = _STATUS.get(code, SolveStatus.ERROR)
     booleans, integers = _GET["mip_idx"](variables)
-    n_bin = len({int(i[0]) for i in booleans})
-    n_int = len({int(i[0]) for i in booleans} | {int(i[0]) for i in integers})
+    binary = {int(i[0]) for i in booleans}
+    integer = binary | {int(i[0]) for i in integers}
+    n_bin, n_int = len(binary), len(integer)
     dist = _DISTS.get(solver.upper(), "")
     version = _version(dist) if dist else ""
     d = Described(status=status, solver=solver.lower() or "cvxpy",
@@ -272,7 +272,7 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Des
         mps = None
         if checkable:
             try:
-                mps = _model(problem, variables, names)
+                mps = _model(problem, variables, names, binary, integer)
             except Exception:  # a construct this reader does not know: unchecked, never a wrong model
                 mps = None
         d.model_mps = mps
