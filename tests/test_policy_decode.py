@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from flywheel.config import PolicySection
-from flywheel.policies.backends.decode import code_block_closed, decode
+from flywheel.policies.backends.decode import code_block_closed, decode, stream
 from flywheel.policies.backends.hf import HFBackend
 from flywheel.policies.spec import parse_spec
 from tests.test_policy_hf import build_checkpoint
@@ -188,3 +188,87 @@ def test_repeat_stop_keys_the_cache_only_when_on(checkpoint) -> None:
     on = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(repeat_stop=200))
     assert "repeat_stop" not in off.sampling_options  # replies cached before the setting existed are still served
     assert on.sampling_options["repeat_stop"] == 200 and on.sampling_options != off.sampling_options
+
+
+def _prompts(tok) -> list[list[int]]:
+    texts = ["Maximize profit from 3 products", "A factory", "Minimize the cost of shipping goods from plants to "
+             "customers with capacities", "x", "Schedule nurses over a week with", "A farmer has 40 acres",
+             "Blend two oils", "Route trucks from one depot to five stores at least cost"]
+    return [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def test_refill_greedy_equals_generate_prompt_by_prompt(checkpoint) -> None:
+    """Eight prompts through two slots: rows end at different steps (an early-and-late token as EOS) and the next
+    prompt joins the running batch, left-padded to it; each row's greedy tokens are still ``generate``'s for that
+    prompt alone, and ``on_done`` hears every row once, as it ends."""
+    tok, model, _ = _model_and_batch(checkpoint)
+    prompts, new = _prompts(tok), 20
+    alone = [model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
+                            max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id)[0, len(p):].tolist()
+             for p in prompts]
+    eos = alone[1][4]  # a token the second prompt emits early: with it as EOS rows end at different steps
+    want = [ref[: ref.index(eos)] if eos in ref else ref for ref in alone]
+    heard: list[int] = []
+    out = stream(model, prompts, slots=2, max_new=new, eos=eos, pick=lambda logits, rows: logits.argmax(-1),
+                 pad_id=tok.pad_token_id, on_done=lambda i, d: heard.append(i))
+    assert [d.tokens for d in out] == want
+    assert [d.finish_reason for d in out] == ["stop" if len(w) < new else "length" for w in want]
+    assert sorted(heard) == list(range(len(prompts))) and heard != list(range(len(prompts)))  # ended out of order
+    assert len({len(w) for w in want}) > 2
+
+
+def test_refill_holds_at_most_slots_rows_and_trims_the_cache(checkpoint) -> None:
+    """Every forward sees at most ``slots`` rows, and the keys it attends over never span more than the longest
+    prompt plus the token limit: the columns left behind by departed rows are cut (without the cut, the width
+    would grow with every prompt that joins)."""
+    tok, model, _ = _model_and_batch(checkpoint)
+    prompts, new = _prompts(tok) * 3, 12
+    seen: list[tuple[int, int]] = []
+    model.register_forward_pre_hook(
+        lambda _, args, kwargs: seen.append((kwargs["input_ids"].shape[0], kwargs["attention_mask"].shape[1])),
+        with_kwargs=True)
+    # Rows whose index is 2 mod 5 end at once (token 7 is EOS), the others run to the limit: departures at
+    # staggered steps, each followed by a newcomer.
+    out = stream(model, prompts, slots=3, max_new=new, eos=7, pad_id=tok.pad_token_id,
+                 pick=lambda logits, rows: torch.tensor(rows) % 5 + 5)
+    assert all(rows <= 3 for rows, _ in seen)
+    assert max(width for _, width in seen) <= max(map(len, prompts)) + new
+    assert len(out) == len(prompts) and all(d.finish_reason in ("stop", "length") for d in out)
+    assert sum(len(d.tokens) for d in out) > 0
+
+
+def test_refill_waits_for_an_empty_batch_on_sliding_window_caches() -> None:
+    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+    from flywheel.policies.backends.decode import _joinable
+
+    plain, windowed = DynamicCache(), DynamicCache()
+    plain.layers, windowed.layers = [DynamicLayer()], [DynamicLayer(), DynamicSlidingWindowLayer(sliding_window=4)]
+    assert _joinable(plain) and not _joinable(windowed)
+
+
+def test_hf_run_hands_on_rows_as_they_end_and_fails_only_the_rest(checkpoint) -> None:
+    """``HFBackend.run`` streams: rows that ended before the backend broke keep their completions; only the rows
+    still waiting or in flight become infrastructure failures (not the model's answer)."""
+    import asyncio
+
+    from flywheel.policies.backends.base import ChatRequest, Completion, InfraFailure
+
+    backend = HFBackend(parse_spec(f"hf:{checkpoint}"), PolicySection(concurrency=2))
+    backend._load()
+    calls = {"n": 0}
+
+    def breaker(*_):  # noqa: ANN002, ANN202
+        calls["n"] += 1
+        # Forwards 1-4 (one prefill, three steps) end rows 0 and 1 at their 4-token limit; 5-6 start rows 2 and 3.
+        if calls["n"] > 6:
+            raise RuntimeError("simulated out of memory")
+
+    backend._model.register_forward_pre_hook(breaker)
+    requests = [ChatRequest(key=str(i), messages=({"role": "user", "content": f"problem {i}"},), temperature=0.0,
+                            top_p=1.0, max_tokens=4, seed=i) for i in range(5)]
+    got: dict[str, object] = {}
+    asyncio.run(backend.run(requests, lambda req, out: got.setdefault(req.key, out)))
+    assert sorted(got) == [str(i) for i in range(5)]
+    assert all(isinstance(got[k], Completion) for k in ("0", "1"))
+    assert all(isinstance(got[k], InfraFailure) and "simulated" in got[k].message for k in ("2", "3", "4"))

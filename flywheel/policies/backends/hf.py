@@ -1,8 +1,9 @@
 """``hf:PATH``: a local Hugging Face checkpoint (the trainer's output format) with transformers generation.
 
-Requests run in batches of ``settings.concurrency`` prompts (left padding), in a worker thread so the event loop
-stays free, through ``decode.decode``: a row leaves the batch when it ends (end of sequence, or its code block
-closed), so one looping completion no longer holds 31 finished ones. The dtype (``settings.hf_dtype``) is fp32 by
+Requests run ``settings.concurrency`` rows at a time (left padding), in a worker thread so the event loop stays free,
+through ``decode.stream``: a row leaves the batch when it ends (end of sequence, its code block closed, a loop) and
+the next waiting prompt takes its slot, so one looping completion no longer holds 31 finished ones; each result is
+handed on (and cached) as its row ends. The dtype (``settings.hf_dtype``) is fp32 by
 default: bf16 decodes 2.4x faster on an AVX-512 BF16 CPU but a fine-tuned SmolLM2's greedy output in bf16 looped to
 the token limit on 5 of 8 held-out problems against 2 in fp32. ``auto`` takes bf16 where this device measurably runs
 bf16 GEMMs faster (``training.precision.probe_dtype``), for sampling where speed matters more than fidelity. The
@@ -16,8 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,32 +117,41 @@ class HFBackend(Backend):
         self._model, self._tokenizer = model.to(device).eval(), tok
 
     async def run(self, requests: Sequence[ChatRequest], on_result: OnResult) -> None:
-        size = self.settings.concurrency
-        for start in range(0, len(requests), size):
-            batch = list(requests[start:start + size])
-            self.counters.requests_sent += len(batch)
-            try:
-                outcomes = await asyncio.to_thread(self._generate, batch)
-            except Exception as exc:  # OOM, a broken checkpoint: infrastructure, not the model's answer
-                outcomes = [InfraFailure(kind="backend", message=f"{type(exc).__name__}: {exc}"[:300])] * len(batch)
-            for req, out in zip(batch, outcomes, strict=True):
-                on_result(req, out)
+        """All requests of one sampling setting go through one continuous batch of ``concurrency`` slots; each
+        result is handed on as its row ends (so the cache and progress follow completions, not batches)."""
+        loop = asyncio.get_running_loop()
+        groups: dict[tuple[float, float, int], list[ChatRequest]] = {}
+        for r in requests:
+            groups.setdefault((r.temperature, r.top_p, r.max_tokens), []).append(r)
+        for group in groups.values():
+            self.counters.requests_sent += len(group)
+            told: set[int] = set()
 
-    def _generate(self, batch: list[ChatRequest], suppress_eos: bool = False) -> list[Outcome]:
-        """One batch; ``suppress_eos`` (benchmarks only) makes every row run to its token limit."""
+            def deliver(i: int, outcome: Outcome, group: list[ChatRequest] = group, told: set[int] = told) -> None:
+                told.add(i)
+                loop.call_soon_threadsafe(on_result, group[i], outcome)
+
+            try:
+                await asyncio.to_thread(self._generate, group, slots=self.settings.concurrency, on_done=deliver)
+            except Exception as exc:  # OOM, a broken checkpoint: infrastructure, not the model's answer
+                failure = InfraFailure(kind="backend", message=f"{type(exc).__name__}: {exc}"[:300])
+                for i, req in enumerate(group):
+                    if i not in told:
+                        on_result(req, failure)
+
+    def _generate(self, batch: list[ChatRequest], suppress_eos: bool = False, slots: int = 0,
+                  on_done: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
+        """Requests of one sampling setting, ``slots`` rows at a time (0: all at once); ``suppress_eos``
+        (benchmarks only) makes every row run to its token limit; ``on_done(i, outcome)`` hears each as it ends."""
         import torch
 
-        from flywheel.policies.backends.decode import decode
+        from flywheel.policies.backends.decode import Decoded, stream
 
         if self._model is None:
             self._load()
         tok, model = self._tokenizer, self._model
-        t0 = time.perf_counter()
-        enc = tok([chat_text(tok, r.messages) for r in batch], return_tensors="pt", padding=True,
-                  add_special_tokens=False).to(model.device)
-        # One decode call per (temperature, top_p, max_tokens) group would be needed if they differed; a round
-        # uses one setting, so the batch's first request speaks for all.
-        first = batch[0]
+        prompts = tok([chat_text(tok, r.messages) for r in batch], add_special_tokens=False)["input_ids"]
+        first = batch[0]  # the caller groups requests by sampling setting
         if first.temperature > 0:
             gens = [torch.Generator().manual_seed(r.seed) for r in batch]
 
@@ -152,16 +161,22 @@ class HFBackend(Backend):
             def pick(logits_BV: Any, rows: list[int]) -> Any:
                 return logits_BV.argmax(-1)
 
+        outcomes: list[Outcome] = [InfraFailure(kind="backend", message="not decoded")] * len(batch)
+
+        def done(i: int, d: Decoded) -> None:
+            outcomes[i] = Completion(text=tok.decode(d.tokens, skip_special_tokens=True), finish_reason=d.finish_reason,
+                                     usage={"prompt_tokens": len(prompts[i]), "completion_tokens": len(d.tokens)},
+                                     latency_s=d.wall_s)
+            if on_done is not None:
+                on_done(i, outcomes[i])
+
         stop = self.settings.stop_after_code and not suppress_eos
-        decoded = decode(model, enc["input_ids"], enc["attention_mask"], max_new=first.max_tokens,
-                         eos=None if suppress_eos else tok.eos_token_id, pick=pick,
-                         text_of=(lambda ids: tok.decode(ids, skip_special_tokens=True)) if stop else None,
-                         repeat_stop=0 if suppress_eos else self.settings.repeat_stop)
-        latency = (time.perf_counter() - t0) / len(batch)
-        return [Completion(text=tok.decode(d.tokens, skip_special_tokens=True), finish_reason=d.finish_reason,
-                           usage={"prompt_tokens": int(enc["input_ids"].shape[1]),
-                                  "completion_tokens": len(d.tokens)}, latency_s=latency)
-                for d in decoded]
+        stream(model, prompts, slots=slots or len(batch), max_new=first.max_tokens,
+               eos=None if suppress_eos else tok.eos_token_id, pick=pick,
+               text_of=(lambda ids: tok.decode(ids, skip_special_tokens=True)) if stop else None,
+               repeat_stop=0 if suppress_eos else self.settings.repeat_stop, pad_id=tok.pad_token_id or 0,
+               on_done=done)
+        return outcomes
 
     async def aclose(self) -> None:
         self._model = self._tokenizer = None
