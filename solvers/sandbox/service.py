@@ -42,7 +42,7 @@ from fastapi import Request  # at module level: the endpoints' annotations are s
 
 from solvers.errors import SandboxError
 from solvers.records import ExecStatus, Execution
-from solvers.sandbox.program import DEFAULT_PRELOAD, DEFAULT_TIMEOUT_S, Program, SandboxConfig
+from solvers.sandbox.program import DEFAULT_PRELOAD, DEFAULT_TIMEOUT_S, ON_DEMAND, Program, SandboxConfig
 
 log = logging.getLogger("flywheel.sandbox.serve")
 
@@ -468,5 +468,6 @@ def serve(settings: ServeSettings) -> None:
 
 
 def default_warm() -> tuple[str, ...]:
-    """Flavours started in the background after ready: each solver library alone (the common program imports one)."""
-    return tuple(m for m in DEFAULT_PRELOAD if m not in ("numpy", "pandas"))
+    """Flavours started in the background after ready: each common solver library alone (the common program imports
+    one); the rarer libraries' workers start on first use."""
+    return tuple(m for m in DEFAULT_PRELOAD if m not in ("numpy", "pandas", *ON_DEMAND))
