@@ -15,8 +15,8 @@ from solvers.sandbox.given import cpu_limit
 # Solver libraries a warm worker imports once, so that a program pays nothing for them (the fork shares them).
 # pandas is listed so that a program that imports it gets a worker that preloaded it; cp_model's worker defers it
 # otherwise (deferred.py). A library's worker only starts for programs that import it (flavour.py), so the rarer
-# ones cost nothing until used; preloaded, a cvxpy LP runs in 0.04 s on a warm worker instead of 0.63 s, a scipy
-# ``linprog`` in 0.01 s instead of 0.25 s, a pyscipopt model in 0.01 s instead of 0.08 s (2-core Xeon, under load).
+# ones cost nothing until used; preloaded, a cvxpy LP runs in 0.027 s on a warm worker instead of 0.64 s, a scipy
+# ``linprog`` in 0.009 s instead of 0.25 s, a pyscipopt model in 0.007 s instead of 0.054 s (``bench/preload.py``).
 DEFAULT_PRELOAD = ("numpy", "pandas", "gurobipy", "pyomo.environ", "ortools.linear_solver.pywraplp",
                    "ortools.sat.python.cp_model", "coptpy", "highspy", "docplex.mp.model", "pulp", "cvxpy",
                    "scipy.optimize", "pyscipopt")
