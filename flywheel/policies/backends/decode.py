@@ -88,9 +88,8 @@ def decode(model: Any, input_ids: Any, attention_mask: Any, *, max_new: int, eos
            repeat_stop: int = 0) -> list[Decoded]:
     """Decode every row of a left-padded batch at once (``stream`` with every row admitted up front)."""
     prompts = [ids[m.bool()].tolist() for ids, m in zip(input_ids, attention_mask, strict=True)]
-    pad = int(input_ids[0, 0]) if input_ids.numel() else 0
     return stream(model, prompts, slots=len(prompts), max_new=max_new, eos=eos, pick=pick, text_of=text_of,
-                  repeat_stop=repeat_stop, pad_id=pad)
+                  repeat_stop=repeat_stop)
 
 
 def stream(model: Any, prompts: Sequence[Sequence[int]], *, slots: int, max_new: int, eos: int | None,
@@ -131,6 +130,7 @@ def stream(model: Any, prompts: Sequence[Sequence[int]], *, slots: int, max_new:
         pending.clear()
     rows: list[int] = []  # the active rows, in batch order
     cache: Any = None
+    joinable = True  # can newcomers join a running batch? Known from the first prefill's cache layers
     mask = nxt = next_pos = None  # [B, T] keys attended; [B] last picked tokens; [B] their positions
     with torch.no_grad():
         while rows or pending:
@@ -140,7 +140,7 @@ def stream(model: Any, prompts: Sequence[Sequence[int]], *, slots: int, max_new:
                 parts.append(model(input_ids=nxt.view(-1, 1), attention_mask=mask, position_ids=next_pos.view(-1, 1),
                                    use_cache=True, logits_to_keep=1, **{cache_kw: cache}).logits[:, -1, :])
                 next_pos = next_pos + 1
-            if pending and len(rows) < slots and (not rows or _joinable(cache)):
+            if pending and len(rows) < slots and (not rows or joinable):
                 new = [pending.popleft() for _ in range(min(slots - len(rows), len(pending)))]
                 for r in new:
                     admitted[r] = time.perf_counter()
@@ -155,6 +155,7 @@ def stream(model: Any, prompts: Sequence[Sequence[int]], *, slots: int, max_new:
                 fresh = DynamicCache(config=model.config)
                 parts.append(model(input_ids=ids, attention_mask=m, position_ids=(m.cumsum(-1) - 1).clamp_(min=0),
                                    use_cache=True, logits_to_keep=1, **{cache_kw: fresh}).logits[:, -1, :])
+                joinable = _joinable(fresh)
                 first_pos = m.sum(-1)
                 if rows:
                     mask = _join(cache, mask, fresh, m)
@@ -188,7 +189,8 @@ def stream(model: Any, prompts: Sequence[Sequence[int]], *, slots: int, max_new:
                 idx = torch.tensor(keep, device=mask.device)
                 cache.batch_select_indices(idx)
                 mask, nxt, next_pos = mask[idx], nxt[idx], next_pos[idx]
-                mask = _trim(cache, mask)
+                if joinable:
+                    mask = _trim(cache, mask)
     return [d for d in result if d is not None]
 
 
@@ -217,9 +219,10 @@ def _join(cache: Any, mask: Any, fresh: Any, fresh_mask: Any) -> Any:
 
 
 def _trim(cache: Any, mask: Any) -> Any:
-    """Cut the leading key columns that no remaining row attends to (from the cache and the mask)."""
+    """Cut the leading key columns that no remaining row attends to (from the cache and the mask; plain
+    full-attention layers only, ``_joinable``)."""
     used = (mask != 0).any(0)
-    if not bool(used.any()) or bool(used[0]) or not _joinable(cache):
+    if not bool(used.any()) or bool(used[0]):
         return mask
     lead = int(used.int().argmax())
     for layer in cache.layers:
