@@ -87,19 +87,29 @@ def test_backend_matches_reference(op: str, case: int, backend: str, dtype: str)
 
 
 def test_flce_chunks_and_ignored_labels() -> None:
-    """More chunks than one (tiny chunk size) and a row of ignored labels: the same loss and gradients."""
+    """More chunks than one (tiny chunk size), several gradient blocks (each one d_hidden / d_weight GEMM), a run of
+    ignored labels (skipped rows): the same loss and gradients; a batch with no target at all: zero loss and zero
+    gradients, not an error."""
     from kernels.ops import fused_linear_cross_entropy as flce
 
     args, _ = flce_case(40, 16, 300)
     args[2][:10] = -100
-    old = flce.CHUNK_ELEMENTS
-    flce.CHUNK_ELEMENTS = 300 * 7  # 7 rows per chunk -> 6 chunks
+    old = flce.CHUNK_ELEMENTS, flce.GRAD_ELEMENTS
+    flce.CHUNK_ELEMENTS, flce.GRAD_ELEMENTS = 300 * 7, 300 * 16  # 7 rows per chunk, 16 (3 chunks) per block
     try:
-        for reduction in ("sum", "mean"):
-            check = compare("fused_linear_cross_entropy", "chunked", (*args[:4], reduction), {}, "float32")
-            assert check.ok, check.detail
+        for backend in ("chunked", "chunked_autocast"):
+            for reduction in ("sum", "mean"):
+                check = compare("fused_linear_cross_entropy", backend, (*args[:4], reduction), {}, "float32")
+                assert check.ok, f"{backend}/{reduction}: {check.detail}"
+        hidden = args[0].detach().clone().requires_grad_(True)
+        weight = args[1].detach().clone().requires_grad_(True)
+        loss = flce.chunked(hidden, weight, torch.full((40,), -100), -100, "sum")
+        loss.backward()
+        assert float(loss.detach()) == 0.0
+        assert hidden.grad is not None and weight.grad is not None
+        assert not hidden.grad.any() and not weight.grad.any()
     finally:
-        flce.CHUNK_ELEMENTS = old
+        flce.CHUNK_ELEMENTS, flce.GRAD_ELEMENTS = old
 
 
 ROUTER_CASES = [
