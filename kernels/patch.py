@@ -93,8 +93,13 @@ def _causal_lm_forward(self: nn.Module, input_ids: torch.Tensor | None = None, a
     if shift_labels is None:
         shift_labels = F.pad(labels, (0, 1), value=IGNORE_INDEX)[..., 1:]
     reduction = "mean" if num_items_in_batch is None else "sum"
-    loss = self._kernels_dispatch("fused_linear_cross_entropy", hidden.reshape(-1, hidden.shape[-1]),
-                                  self.lm_head.weight, shift_labels.reshape(-1).to(hidden.device), IGNORE_INDEX,
+    # Target positions only, whatever the backend (the reference included): an ignored label adds no loss and no
+    # gradient, and in SFT most of a packed row is prompt (the unpatched trainer's LM-head hook does the same).
+    flat, targets = hidden.reshape(-1, hidden.shape[-1]), shift_labels.reshape(-1).to(hidden.device)
+    keep = targets != IGNORE_INDEX
+    if not bool(keep.all()):
+        flat, targets = flat[keep], targets[keep]
+    loss = self._kernels_dispatch("fused_linear_cross_entropy", flat, self.lm_head.weight, targets, IGNORE_INDEX,
                                   reduction)
     if num_items_in_batch is not None:
         loss = loss / num_items_in_batch

@@ -151,3 +151,33 @@ def test_gemm_dtypes_follow_the_table() -> None:
     assert gemm_dtypes(FP32_GEMM, "cpu", "bfloat16") == {"float32"}
     assert gemm_dtypes({"linear": "fp32_gemm"}, "cpu", "bfloat16") == {"bfloat16", "float32"}  # MoE etc. stay bf16
     assert gemm_dtypes(FP32_GEMM, "cpu", "float32") == {"float32"}
+
+
+@pytest.mark.parametrize("backend", ["chunked", "chunked_autocast"])
+def test_patched_loss_sees_only_target_rows_and_matches_hf(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SFT labels (the prompt ignored): the patched forward hands the table's cross-entropy backend the target
+    positions only (an ignored label adds no loss and no gradient), and the loss and every gradient equal the
+    unpatched HF model's (fp32, no autocast: reorderings only)."""
+    ids = _batch(3)
+    labels = ids.clone()
+    labels[:, :20] = -100  # the prompt: 20 of 32 positions per row; the last 12 are targets (shifted: positions 19-30)
+    hf = build_model("llama_tiny", "", VOCAB, {}, 0)
+    ref_loss = hf(input_ids=ids, labels=labels).loss
+    ref_loss.backward()
+    model = build_model("llama_tiny", "", VOCAB, {}, 0)
+    kernels.apply(model, {"fused_linear_cross_entropy": backend})
+    rows: list[int] = []
+    dispatch = model._kernels_dispatch
+
+    def spy(op: str, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        if op == "fused_linear_cross_entropy":
+            rows.append(args[0].shape[0])
+        return dispatch(op, *args, **kwargs)
+
+    monkeypatch.setattr(model, "_kernels_dispatch", spy)
+    loss = model(input_ids=ids, labels=labels).loss
+    loss.backward()
+    assert rows == [2 * 12]
+    assert torch.allclose(loss, ref_loss, rtol=1e-5)
+    for (name, p), q in zip(model.named_parameters(), hf.parameters(), strict=True):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6), name

@@ -213,3 +213,31 @@ def test_head_runs_on_target_positions_only_and_keeps_loss_and_gradients(shards,
     assert g_sel.keys() == g_full.keys()
     for k in g_full:
         assert torch.allclose(g_sel[k], g_full[k], rtol=1e-4, atol=1e-6), k
+
+
+def test_a_table_that_leaves_the_head_alone_keeps_the_target_positions_path(shards, tmp_path) -> None:
+    """A kernel table whose cross-entropy entry is ``reference`` does not patch the LM head: the trainer's own
+    head-on-target-positions hook must still run (it was skipped whenever any table was given, so the head computed
+    the full-vocabulary logits of every prompt position); a table that patches the cross-entropy needs no hook."""
+    from kernels.table import TuningTable
+
+    for table, fused in (({"rms_norm": "fused"}, False), ({"fused_linear_cross_entropy": "chunked"}, True)):
+        path = tmp_path / f"table-{fused}.json"
+        TuningTable.uniform(table).save(path)
+        trainer = Trainer(_recipe("sft", [{"path": str(shards["sft"]), "name": "sft"}], steps=1,
+                                  _extra={"data.seq_len": 384, "kernels.table": str(path)}), tmp_path / f"t{fused}")
+        batch = trainer.mixture.next_batch(0, 4)
+        keep = batch.labels != -100
+        seen: list[tuple[int, ...]] = []
+        probe = trainer.model.get_output_embeddings().register_forward_pre_hook(
+            lambda m, a, seen=seen: seen.append(tuple(a[0].shape)))
+        ce, n = trainer._ce_sum(batch)
+        probe.remove()
+        trainer.balancer.remove()
+        assert trainer.fused_ce is fused and n == int(keep.sum())
+        if fused:
+            assert seen == []  # the fused loss never calls the head module
+        else:
+            assert trainer._head_hook is not None
+            assert seen and seen[-1][:-1] == (int(keep.sum()),)
+        assert torch.isfinite(ce)

@@ -186,12 +186,17 @@ class Trainer:
         table = self.recipe.kernels.table
         run_dtype = "bfloat16" if self.dtype == "bf16" else "float32"
         self.gemm_dtypes = {run_dtype}
+        self.fused_ce = False  # the model computes its own loss through a fused linear cross-entropy backend
         if not table:
             return
         from kernels import apply
         from kernels.patch import gemm_dtypes
 
         patched = apply(self.model, table=table, device=self.device.name)
+        # A table whose cross-entropy entry is ``reference`` leaves the LM head alone: then the trainer's own
+        # head-on-target-positions path applies (it used to be skipped whenever a table was given, so such a table
+        # computed the full-vocabulary logits of every prompt position).
+        self.fused_ce = patched.get("fused_linear_cross_entropy", 0) > 0
         self.gemm_dtypes = gemm_dtypes(table, self.device.name, run_dtype)
         if self.world.main and not self.quiet:
             print(f"kernels: patched {patched} from {table}")
@@ -219,7 +224,7 @@ class Trainer:
 
     def _ce_sum(self, batch: Packed) -> tuple[torch.Tensor, int]:
         dev = self.world.device
-        if self.recipe.kernels.table:
+        if self.fused_ce:
             # Patched model (kernels.apply): the loss comes from the model, so a fused linear cross-entropy never
             # materialises the logits. HF semantics: shift_labels used as given, num_items_in_batch=1 -> a sum.
             labels = batch.labels.to(dev)
@@ -253,7 +258,7 @@ class Trainer:
         self._head_keep: torch.Tensor | None = None
         self._head_hook = None
         head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
-        if head is None or self.recipe.kernels.table:
+        if head is None or self.fused_ce:
             return
 
         def keep_targets(_module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
