@@ -14,7 +14,9 @@ shapes, keep the fastest *correct* one, write the tuning table, and show the ste
 3. The winner, whatever its source, is confirmed before the table records it: verified again on fresh inputs and
    re-raced beside ``reference`` (its time is the less flattering of the two races); if that fails, the next
    fastest is confirmed. The table is stamped with the machine kind (``kernels.machine.capability``); then the step
-   is timed with the unpatched model and with the table applied.
+   is timed with the unpatched model and with the table applied. A table that makes the step slower (an op fast
+   alone but slow in the step) has its ops sent back to ``reference`` one at a time while that helps
+   (``revert_slowing_ops``; the reverted ops are listed in the table's ``reverted_for_step``).
 """
 
 from __future__ import annotations
@@ -123,6 +125,53 @@ def step_before_after(model: torch.nn.Module, batch: torch.Tensor, dtype: str, d
             if i:
                 times[patched].append(dt)
     return min(times[False]), min(times[True])
+
+
+STEP_TOL = 0.03  # a table may not make the whole step slower than this (timing noise of the best-of-N step)
+
+
+def step_time(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, table: TuningTable,
+              repeats: int) -> float:
+    """Best step seconds with ``table`` applied (one warm-up step first)."""
+    step = training_step(model, batch, dtype)
+    apply(model, table, device=device)
+    try:
+        times = []
+        for i in range(repeats + 1):
+            t0 = time.perf_counter()
+            step()
+            if i:
+                times.append(time.perf_counter() - t0)
+    finally:
+        revert(model)
+    return min(times)
+
+
+def revert_slowing_ops(results: list[OpResult], before: float, after: float,
+                       time_table: Callable[[TuningTable], float],
+                       build: Callable[[list[OpResult]], TuningTable]) -> tuple[TuningTable, float, list[str]]:
+    """Per-op races time each op alone on one captured input; a backend can still slow the whole step (a bf16
+    grouped GEMM whose oneDNN kernels are compiled anew for every new expert-group size: 1.4x faster per call on
+    fixed routing, the tiny MoE's step 2x slower once routing moves). Greedily send each tuned op back to
+    ``reference`` (the most expensive first) while that makes the step faster, until the step is within
+    ``STEP_TOL`` of the unpatched one. Returns the table, its step time and the reverted ops."""
+    reverted: list[str] = []
+    ops = list(dict.fromkeys(r.op for r in sorted(results, key=lambda r: -r.profile_ms) if r.winner != "reference"))
+    best = build(results)
+    for op in ops:
+        if after <= before * (1 + STEP_TOL):
+            break
+        trial = [OpResult(r.op, r.shape, r.dtype, r.profile_ms, r.candidates,
+                          "reference" if r.op == op or r.op in reverted else r.winner) for r in results]
+        table = build(trial)
+        t = time_table(table)
+        if t < after:
+            best, after = table, t
+            reverted.append(op)
+    for r in results:
+        if r.op in reverted:
+            r.winner = "reference"
+    return best, after, reverted
 
 
 def _perturb(args: tuple[Any, ...], g: torch.Generator) -> None:
@@ -357,6 +406,12 @@ def tune(model: torch.nn.Module, batch: torch.Tensor, dtype: str, device: str, r
     progress("timing the step before / after")
     before, after = step_before_after(model, batch, dtype, device, table, step_repeats)
     table.meta.update({"step_s_before": before, "step_s_after": after})
+    if after > before * (1 + STEP_TOL):
+        progress("the table slows the step: reverting ops one at a time")
+        table, after, reverted = revert_slowing_ops(
+            results, before, after, lambda t: step_time(model, batch, dtype, device, t, step_repeats),
+            lambda rs: build_table(rs, device, table.meta))
+        table.meta.update({"step_s_after": after, "reverted_for_step": reverted})
     if out is not None:
         table.save(out)
     return table, results, {"before_s": before, "after_s": after}

@@ -105,3 +105,44 @@ def test_race_ranks_by_cost_and_a_raising_backend_loses() -> None:
     ms = race({"reference": ref, "slow": slow, "boom": boom}, args, {}, "float32", "cpu", repeats=2)
     assert ms["slow"] >= 50.0 > ms["reference"]
     assert ms["boom"] == float("inf")
+
+
+def test_a_table_that_slows_the_step_has_the_culprit_op_sent_back_to_reference() -> None:
+    """Per-op races cannot see a backend that is fast alone and slow in the step (a bf16 grouped GEMM whose kernels
+    are compiled anew for every expert-group size once routing moves). The step check reverts ops one at a time,
+    most expensive first, keeps a revert only when the step gets faster, and stops once the step is back within
+    ``STEP_TOL`` of the unpatched one; a timer that no revert helps leaves the table as it was."""
+    from kernels.tuner import Candidate, OpResult, build_table, revert_slowing_ops
+
+    def result(op: str, winner: str, profile_ms: float) -> OpResult:
+        return OpResult(op, "s", "bfloat16", profile_ms,
+                        [Candidate("reference", True, 2.0, 0.0), Candidate(winner, True, 1.0, 0.0)], winner)
+
+    def results() -> list[OpResult]:
+        return [result("rms_norm", "fused", 10.0), result("moe_dispatch", "grouped_mm", 30.0),
+                result("rope", "fused", 5.0)]
+
+    def build(rs: list[OpResult]) -> TuningTable:
+        return build_table(rs, "cpu", {})
+
+    timed: list[dict[str, str]] = []
+
+    def slow_grouped(table: TuningTable) -> float:
+        chosen = {e.op: e.backend for e in table.entries}
+        timed.append(chosen)
+        return 1.0 + (1.0 if chosen["moe_dispatch"] == "grouped_mm" else 0.0) - (
+            0.05 if chosen["rms_norm"] == "fused" else 0.0)
+
+    rs = results()
+    table, after, reverted = revert_slowing_ops(rs, 1.0, 1.95, slow_grouped, build)
+    assert reverted == ["moe_dispatch"] and after == pytest.approx(0.95)
+    assert {e.op: e.backend for e in table.entries} == {"rms_norm": "fused", "moe_dispatch": "reference",
+                                                          "rope": "fused"}
+    assert len(timed) == 1  # moe_dispatch (the most expensive) first; then within tolerance: no more trials
+    assert [r.winner for r in rs] == ["fused", "reference", "fused"]
+
+    rs = results()
+    table, after, reverted = revert_slowing_ops(rs, 1.0, 2.0, lambda t: 2.0, build)
+    assert reverted == [] and after == 2.0
+    assert {e.op: e.backend for e in table.entries} == {"rms_norm": "fused", "moe_dispatch": "grouped_mm",
+                                                          "rope": "fused"}
