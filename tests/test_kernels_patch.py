@@ -181,3 +181,21 @@ def test_patched_loss_sees_only_target_rows_and_matches_hf(backend: str, monkeyp
     assert torch.allclose(loss, ref_loss, rtol=1e-5)
     for (name, p), q in zip(model.named_parameters(), hf.parameters(), strict=True):
         assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-6), name
+
+
+def test_a_table_on_which_eager_attention_won_patches_it_in() -> None:
+    """Attention's ``reference`` is the eager formula, not what the unpatched model runs (sdpa): a table that chose
+    it patches every attention site, the model then computes what HF's eager implementation computes, and revert
+    brings sdpa back."""
+    ids = _batch(4)
+    eager = build_model("llama_tiny", "", VOCAB, {}, 0)
+    eager.set_attn_implementation("eager")
+    want = eager(input_ids=ids, labels=ids)
+    model = build_model("llama_tiny", "", VOCAB, {}, 0)
+    assert model.config._attn_implementation == "sdpa"
+    assert kernels.apply(model, {"attention": "reference"}) == {"attention": 2}
+    got = model(input_ids=ids, labels=ids)
+    assert torch.allclose(got.logits, want.logits, rtol=1e-5, atol=1e-6)
+    kernels.revert(model)
+    assert model.config._attn_implementation == "sdpa"
+    assert kernels.apply(model, {"rms_norm": "fused"}) == {"rms_norm": 5}  # no attention entry: left alone
