@@ -53,8 +53,10 @@ def _chunks(hidden: torch.Tensor, w: torch.Tensor, labels: torch.Tensor, valid: 
     idx = valid.nonzero().squeeze(1)
     if idx.numel() == 0:
         return
-    hv = hidden.index_select(0, idx).to(compute_dtype)
-    lv = labels.index_select(0, idx)
+    if idx.numel() == hidden.shape[0]:  # every row a target (the patched forward already dropped the rest): no gather
+        hv, lv = hidden.to(compute_dtype), labels
+    else:
+        hv, lv = hidden.index_select(0, idx).to(compute_dtype), labels.index_select(0, idx)
     V = w.shape[0]
     block = max(rows, GRAD_ELEMENTS // V)
     for b0 in range(0, hv.shape[0], block):
