@@ -15,7 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from flywheel.demo.plots import ROUND_PLOTS
-from flywheel.demo.sizes import SIZES
+from flywheel.demo.run import Demo, retrain_mix
+from flywheel.demo.sizes import SIZES, DemoSize
+from solvers.errors import ConfigError
+from training.config import load_recipe
 from flywheel.policies.prompts import render
 
 SMOKE = SIZES["smoke"]
@@ -59,7 +62,7 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
     assert orphans[0]["n"] == 0
 
     # SFT shards: chat records whose prompt is the policy's code_only prompt, the program in the compact style.
-    for shard in ("sft0", "sft-r1", "sft-r2", "heldout"):
+    for shard in ("sft0", "heldout"):
         assert pq.read_metadata(work / "shards" / shard / "train.parquet").num_rows > 0, shard
     sft = pq.read_table(work / "shards" / "sft0" / "train.parquet").to_pylist()[0]
     question = _sql(work, f"select question from problems where problem_id = '{sft['problem_id']}'")[0]["question"]
@@ -85,6 +88,16 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
         assert pol["samples"] == SMOKE.round_samples * SMOKE.round_problems * len(SMOKE.round_difficulties)
         # every rejected sample ran (or failed to) in the sandbox: its execution status is counted
         assert pol["accepted"] + sum(pol["rejected_by_exec_status"].values()) == pol["samples"], pol
+        # Retraining replays round 0's references beside the policy samples accepted so far (none, at toy size,
+        # unless the random model wrote a correct program: then their own shard, policy rows only).
+        recipe = load_recipe(str(work / "recipes" / f"sft-r{r['round']}.toml"))
+        train = [s for s in recipe.data.sources if s.weight > 0]
+        assert [s.weight for s in train] == r["data_weights"] == retrain_mix(
+            results["rounds"][0]["train_rows"], r["policy_rows"], SMOKE.policy_share)
+        assert Path(train[0].path).name == "sft0"
+        if r["policy_rows"]:
+            pol = pq.read_table(Path(train[1].path) / "train.parquet").to_pylist()
+            assert len(pol) == r["policy_rows"] and all(row["policy"] != "reference" for row in pol)
     assert results["settings"]["heldout_in_training_store"] == 0
     for name in ROUND_PLOTS:
         assert (reports / name).stat().st_size > 5000, name  # a rendered figure, not an empty file
@@ -115,3 +128,24 @@ def test_only_the_base_model_is_scored_with_the_repeat_guard(tmp_path) -> None:
     assert base.repeat_stop == full.zero_shot_repeat_stop > 0 and r0.repeat_stop == 0
     assert (base.max_tokens, r0.max_tokens) == (full.zero_shot_max_tokens, full.max_tokens)
     assert demo.policy_config("base") != demo.policy_config("r0") == demo.policy_config("r1")
+
+
+def test_retraining_gives_the_accepted_samples_their_share_of_each_batch() -> None:
+    # 30 accepted samples beside 600 references: drawn in proportion they are 4.8% of the rows, so 36 steps of 4
+    # rows see about 7 of them; at the default share half of every batch is theirs.
+    assert retrain_mix(600, 30, 0.5) == [0.5, 0.5]
+    assert retrain_mix(600, 30, 0.0) == pytest.approx([600 / 630, 30 / 630])
+    assert retrain_mix(600, 0, 0.5) == [1.0]  # nothing accepted: round 0's references alone
+
+
+def test_a_round_recipe_carries_each_shards_weight(tmp_path) -> None:
+    demo = Demo(SIZES["rounds"], tmp_path, tmp_path / "reports")
+    shards = [tmp_path / "shards" / "sft0", tmp_path / "shards" / "policy-r1"]
+    recipe = load_recipe(str(demo.recipe("sft-r1", "sft", shards, steps=3, seq_len=512, lr=3e-5, weights=[0.25, 0.75],
+                                         init=tmp_path / "prev")))
+    assert [(Path(s.path).name, s.weight) for s in recipe.data.sources] == [
+        ("sft0", 0.25), ("policy-r1", 0.75), ("heldout", 0.0)]
+    with pytest.raises(ValueError, match="2 shards but 1 weights"):
+        demo.recipe("sft-r1", "sft", shards, steps=3, seq_len=512, lr=3e-5, weights=[1.0])
+    with pytest.raises(ConfigError, match="policy_share"):
+        DemoSize(name="x", policy_share=1.0)

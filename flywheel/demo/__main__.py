@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flywheel.demo.plots import plot_rounds, write_rounds_table
-from flywheel.demo.run import Demo, final_val
+from flywheel.demo.run import Demo, final_val, retrain_mix
 from flywheel.demo.sizes import SIZES, DemoSize
 from solvers.errors import FlywheelError, unknown_name
 
@@ -128,15 +128,24 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             policy_rounds += new
             accept = demo.acceptance(new)
             step()
-            # Self-distillation data: round 0's references plus every accepted policy sample so far (the new
-            # problems' own reference programs stay out: the gain must be the policy's, not more generator data).
-            keep = ", ".join(str(x) for x in round0)
-            shard = demo.export("sft", sh / f"sft-r{r}", "--where", f"policy <> 'reference' OR round IN ({keep})")
-            model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", [sh / f"sft-r{r}"],
+            # Self-distillation data: every accepted policy sample so far, replayed beside round 0's references
+            # (the new problems' own reference programs stay out: the gain must be the policy's, not more generator
+            # data). The policy's rows get `policy_share` of each batch: drawn in proportion, a few dozen accepted
+            # samples among ~600 references were mostly never seen by a short retraining.
+            policy_rows = 0
+            if demo.acceptance(policy_rounds)["accepted"]:
+                listed = ", ".join(str(x) for x in policy_rounds)
+                shard = demo.export("sft", sh / f"policy-r{r}", "--where",
+                                    f"policy <> 'reference' AND round IN ({listed})")
+                policy_rows = shard["counts"]["train"]
+            weights = retrain_mix(rows(sh / "sft0"), policy_rows, size.policy_share)
+            shards = [sh / "sft0", sh / f"policy-r{r}"][:len(weights)]
+            model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", shards, weights=weights,
                                                         steps=size.retrain_steps, seq_len=size.sft_seq_len,
                                                         lr=size.lr_retrain, init=model / "final", seed=size.seed))
             step()
-            rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": shard["counts"]["train"],
+            rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": rows(sh / "sft0") + policy_rows,
+                           "policy_rows": policy_rows, "data_weights": weights,
                            "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
                            "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}"),
                            "benchmarks": demo.benchmarks(model / "final", f"r{r}")})
@@ -151,6 +160,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "heldout_in_training_store": overlap, "round0_problems": size.round0_problems,
                          "round_problems": size.round_problems, "round_samples": size.round_samples,
                          "sft_steps": size.sft_steps, "retrain_steps": size.retrain_steps,
+                         "policy_share": size.policy_share,
                          "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
                          "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
                          "benchmarks": list(size.benchmarks), "bench_limit": size.bench_limit,

@@ -227,12 +227,16 @@ class Demo:
 
     # ---- training -------------------------------------------------------------------------------------------
     def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
-               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0) -> Path:
-        """A recipe TOML: the training shard(s) at weight 1 and, for SFT, the held-out shard at weight 0."""
+               init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0,
+               weights: Sequence[float] | None = None) -> Path:
+        """A recipe TOML: the training shard(s) at ``weights`` (default 1 each: a batch row is drawn from a shard
+        with probability weight / sum) and, for SFT, the held-out shard at weight 0."""
         s = self.size
-        sources = [f'[[data.sources]]\npath = "{p}"\nname = "train"\nweight = 1.0\n' for p in shards[:1]]
-        sources += [f'[[data.sources]]\npath = "{p}"\nname = "train{i}"\nweight = 1.0\n'
-                    for i, p in enumerate(shards[1:], 1)]
+        weights = list(weights) if weights is not None else [1.0] * len(shards)
+        if len(weights) != len(shards):
+            raise ValueError(f"{len(shards)} shards but {len(weights)} weights")
+        sources = [f'[[data.sources]]\npath = "{p}"\nname = "{"train" if i == 0 else f"train{i}"}"\n'
+                   f"weight = {w!r}\n" for i, (p, w) in enumerate(zip(shards, weights))]
         if kind == "sft":
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
@@ -351,6 +355,16 @@ class Demo:
                              "pass@1_strict": rules["strict"]["pass@1"],
                              "pass@1_lenient": rules["orlm_lenient"]["pass@1"]}
         return results
+
+
+def retrain_mix(reference_rows: int, policy_rows: int, share: float) -> list[float]:
+    """Sampling weights of (round 0's references, the accepted policy samples) for a round's retraining: the policy's
+    rows get ``share`` of each batch, or a share in proportion to the rows when ``share`` is 0; no policy rows, no
+    policy source."""
+    if policy_rows <= 0:
+        return [1.0]
+    share = share or policy_rows / (policy_rows + reference_rows)
+    return [1.0 - share, share]
 
 
 def _per_difficulty(verdicts: Path, problems: Sequence[Any]) -> dict[str, Any]:

@@ -6,6 +6,10 @@
 - ``full``: every generator family at difficulty 1-3, same checkpoint. Round 0 trains on difficulty 1-2 reference
   programs; rounds >= 1 sample the fine-tuned policy on new seeds at difficulty 1-3, so the accepted samples cover
   what round 0 lacks (difficulty 3), and the held-out problems are drawn from all three.
+- ``rounds``: the speedrun's three families where the rounds have headroom: round 0 has reference programs at
+  difficulty 1 only, the policy rounds sample difficulty 2, and the held-out problems are drawn from both, so what
+  the accepted samples add is visible on the difficulty that round 0 never saw (no zero-shot, no benchmarks: the
+  speedrun measures those).
 - ``scratch``: the from-scratch tiny dense Qwen3 with its own BPE tokenizer (the previous default; kept as a size).
 - ``smoke``: the smoke test's toy loop (a randomly initialised tiny model, two families; well under two minutes).
 
@@ -59,6 +63,8 @@ class DemoSize:
     batch_rows: int = 4
     micro_batch: int = 0  # rows per forward/backward (0 = batch_rows); fewer rows, less activation memory
     lr_sft: float = 1.5e-4
+    policy_share: float = 0.5  # rounds >= 1: share of each retraining batch drawn from the accepted policy samples
+    #                            (the rest replays round 0's references); 0 = in proportion to the rows
     lr_retrain: float = 3e-5  # continue from the previous round's model below round 0's peak (7.5e-5 hurt)
     eval_every: int = 0
     val_rows: int = 4
@@ -79,6 +85,8 @@ class DemoSize:
     def __post_init__(self) -> None:
         if not 0 <= self.seed < 100:  # 10 * seed + difficulty must stay below the rounds' seeds (1000 r + d)
             raise ConfigError(f"demo seed {self.seed} must be in 0..99", culprit="seed")
+        if not 0 <= self.policy_share < 1:  # 1 would drop round 0's replay; the references anchor every round
+            raise ConfigError(f"policy_share {self.policy_share} must be in [0, 1)", culprit="policy_share")
 
 
 SIZES: dict[str, DemoSize] = {
@@ -91,6 +99,8 @@ SIZES: dict[str, DemoSize] = {
                      heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=700, heldout_problems=22,
                      rounds=2, round_problems=22, round_samples=2, sft_steps=190, retrain_steps=30, sft_seq_len=2048,
                      micro_batch=2, max_tokens=1500, zero_shot_max_tokens=500, batch_generate=33),
+    "rounds": DemoSize(name="rounds", heldout_difficulties=(1, 2), heldout_problems=30, round_difficulties=(2,),
+                       rounds=2, round_problems=24, round_samples=4, zero_shot=False, benchmarks=(), max_tokens=800),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
