@@ -17,9 +17,9 @@ import pytest
 from flywheel.demo.plots import ROUND_PLOTS
 from flywheel.demo.run import Demo, retrain_mix
 from flywheel.demo.sizes import SIZES, DemoSize
+from flywheel.policies.prompts import render
 from solvers.errors import ConfigError
 from training.config import load_recipe
-from flywheel.policies.prompts import render
 
 SMOKE = SIZES["smoke"]
 

@@ -94,8 +94,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         base = demo.base_checkpoint()
         step()
         demo.say("round 0: generator problems -> compact reference programs -> sandbox -> contracts -> store")
-        round0 = [demo.store_round(f"r0-d{d}", seed=10 * size.seed + d, difficulty=d, problems=size.round0_problems)
-                  for d in size.round0_difficulties]
+        for d in size.round0_difficulties:
+            demo.store_round(f"r0-d{d}", seed=10 * size.seed + d, difficulty=d, problems=size.round0_problems)
         demo.export("sft", sh / "sft0")
         tok = None if base else demo.tokenizer([sh / "sft0"])
         step()

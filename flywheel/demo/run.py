@@ -236,7 +236,7 @@ class Demo:
         if len(weights) != len(shards):
             raise ValueError(f"{len(shards)} shards but {len(weights)} weights")
         sources = [f'[[data.sources]]\npath = "{p}"\nname = "{"train" if i == 0 else f"train{i}"}"\n'
-                   f"weight = {w!r}\n" for i, (p, w) in enumerate(zip(shards, weights))]
+                   f"weight = {w!r}\n" for i, (p, w) in enumerate(zip(shards, weights, strict=True))]
         if kind == "sft":
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
