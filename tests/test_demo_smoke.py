@@ -93,7 +93,8 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
         recipe = load_recipe(str(work / "recipes" / f"sft-r{r['round']}.toml"))
         train = [s for s in recipe.data.sources if s.weight > 0]
         assert [s.weight for s in train] == r["data_weights"] == retrain_mix(
-            results["rounds"][0]["train_rows"], r["policy_rows"], SMOKE.policy_share)
+            results["rounds"][0]["train_rows"], r["policy_rows"], SMOKE.policy_share,
+            SMOKE.retrain_steps * SMOKE.batch_rows, SMOKE.policy_repeats)
         assert Path(train[0].path).name == "sft0"
         if r["policy_rows"]:
             pol = pq.read_table(Path(train[1].path) / "train.parquet").to_pylist()
@@ -136,6 +137,9 @@ def test_retraining_gives_the_accepted_samples_their_share_of_each_batch() -> No
     assert retrain_mix(600, 30, 0.5) == [0.5, 0.5]
     assert retrain_mix(600, 30, 0.0) == pytest.approx([600 / 630, 30 / 630])
     assert retrain_mix(600, 0, 0.5) == [1.0]  # nothing accepted: round 0's references alone
+    # 6 accepted samples, 36 steps x 4 rows: half of 144 rows would show each one 12 times; capped at 4 times each
+    assert retrain_mix(600, 6, 0.5, 144, 4) == pytest.approx([1 - 24 / 144, 24 / 144])
+    assert retrain_mix(600, 60, 0.5, 144, 4) == [0.5, 0.5]  # enough samples: the cap does not bind
 
 
 def test_a_round_recipe_carries_each_shards_weight(tmp_path) -> None:

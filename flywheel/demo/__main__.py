@@ -138,7 +138,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                 shard = demo.export("sft", sh / f"policy-r{r}", "--where",
                                     f"policy <> 'reference' AND round IN ({listed})")
                 policy_rows = shard["counts"]["train"]
-            weights = retrain_mix(rows(sh / "sft0"), policy_rows, size.policy_share)
+            weights = retrain_mix(rows(sh / "sft0"), policy_rows, size.policy_share,
+                                  size.retrain_steps * size.batch_rows, size.policy_repeats)
             shards = [sh / "sft0", sh / f"policy-r{r}"][:len(weights)]
             model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", shards, weights=weights,
                                                         steps=size.retrain_steps, seq_len=size.sft_seq_len,
@@ -160,7 +161,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "heldout_in_training_store": overlap, "round0_problems": size.round0_problems,
                          "round_problems": size.round_problems, "round_samples": size.round_samples,
                          "sft_steps": size.sft_steps, "retrain_steps": size.retrain_steps,
-                         "policy_share": size.policy_share,
+                         "policy_share": size.policy_share, "policy_repeats": size.policy_repeats,
                          "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
                          "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
                          "benchmarks": list(size.benchmarks), "bench_limit": size.bench_limit,

@@ -357,13 +357,17 @@ class Demo:
         return results
 
 
-def retrain_mix(reference_rows: int, policy_rows: int, share: float) -> list[float]:
+def retrain_mix(reference_rows: int, policy_rows: int, share: float, rows_drawn: int = 0,
+                max_repeats: float = 0) -> list[float]:
     """Sampling weights of (round 0's references, the accepted policy samples) for a round's retraining: the policy's
-    rows get ``share`` of each batch, or a share in proportion to the rows when ``share`` is 0; no policy rows, no
-    policy source."""
+    rows get ``share`` of each batch, or a share in proportion to the rows when ``share`` is 0, but never so much that
+    a retraining drawing ``rows_drawn`` rows sees each accepted sample more than ``max_repeats`` times on average (a
+    handful of accepted programs at half of every batch would be memorised); no policy rows, no policy source."""
     if policy_rows <= 0:
         return [1.0]
     share = share or policy_rows / (policy_rows + reference_rows)
+    if rows_drawn and max_repeats:
+        share = min(share, max_repeats * policy_rows / rows_drawn)
     return [1.0 - share, share]
 
 

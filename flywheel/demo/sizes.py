@@ -65,6 +65,7 @@ class DemoSize:
     lr_sft: float = 1.5e-4
     policy_share: float = 0.5  # rounds >= 1: share of each retraining batch drawn from the accepted policy samples
     #                            (the rest replays round 0's references); 0 = in proportion to the rows
+    policy_repeats: float = 4.0  # ... capped so that each accepted sample is drawn at most this often per retraining
     lr_retrain: float = 3e-5  # continue from the previous round's model below round 0's peak (7.5e-5 hurt)
     eval_every: int = 0
     val_rows: int = 4
