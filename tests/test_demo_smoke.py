@@ -14,8 +14,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from flywheel.curation.mix import load_mix
 from flywheel.demo.plots import ROUND_PLOTS
-from flywheel.demo.run import Demo, retrain_mix
+from flywheel.demo.run import SAMPLE, Demo, retrain_mix
 from flywheel.demo.sizes import SIZES, DemoSize
 from flywheel.policies.prompts import render
 from solvers.errors import ConfigError
@@ -129,6 +130,13 @@ def test_only_the_base_model_is_scored_with_the_repeat_guard(tmp_path) -> None:
     assert base.repeat_stop == full.zero_shot_repeat_stop > 0 and r0.repeat_stop == 0
     assert (base.max_tokens, r0.max_tokens) == (full.zero_shot_max_tokens, full.max_tokens)
     assert demo.policy_config("base") != demo.policy_config("r0") == demo.policy_config("r1")
+    # The rounds' sampling: the measured-faster dtype and the loop guard (the contracts judge what it writes);
+    # every evaluation stays fp32 without the guard.
+    sample = load_config(demo.policy_config(SAMPLE)).policy
+    assert (sample.hf_dtype, sample.repeat_stop) == (full.round_hf_dtype, full.round_repeat_stop) == ("auto", 128)
+    assert (r0.hf_dtype, base.hf_dtype) == ("fp32", "fp32")
+    assert demo.policy_config(SAMPLE) not in (demo.policy_config("base"), demo.policy_config("r0"))
+    assert load_mix(demo.all_train_mix()).validation == 0.0
 
 
 def test_retraining_gives_the_accepted_samples_their_share_of_each_batch() -> None:

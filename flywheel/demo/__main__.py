@@ -136,7 +136,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             if demo.acceptance(policy_rounds)["accepted"]:
                 listed = ", ".join(str(x) for x in policy_rounds)
                 shard = demo.export("sft", sh / f"policy-r{r}", "--where",
-                                    f"policy <> 'reference' AND round IN ({listed})")
+                                    f"policy <> 'reference' AND round IN ({listed})", "--mix", str(demo.all_train_mix()))
                 policy_rows = shard["counts"]["train"]
             weights = retrain_mix(rows(sh / "sft0"), policy_rows, size.policy_share,
                                   size.retrain_steps * size.batch_rows, size.policy_repeats)

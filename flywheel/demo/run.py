@@ -26,6 +26,7 @@ from flywheel.demo.sizes import DemoSize
 
 TEMPLATE = "code_only"
 HELDOUT = "heldout"
+SAMPLE = "sample"  # policy_config's tag for the rounds' sampling
 SUBSAMPLE_SEED = 7
 
 
@@ -59,16 +60,21 @@ class Demo:
         self.results["stages"][name] = round(seconds, 1)
 
     def policy_config(self, tag: str = "") -> Path:
-        """The policy TOML for evaluating ``tag`` (the base model ``"base"`` gets ``zero_shot_max_tokens``)."""
+        """The policy TOML for evaluating ``tag`` (the base model ``"base"`` gets ``zero_shot_max_tokens``), or for
+        the rounds' sampling (``tag == SAMPLE``: ``round_hf_dtype`` and ``round_repeat_stop``; the contracts judge
+        every sample, so a faster dtype costs at most some acceptance, while every evaluation stays in fp32)."""
         s = self.size
         max_tokens = (s.zero_shot_max_tokens if tag == "base" else 0) or s.max_tokens
-        repeat_stop = s.zero_shot_repeat_stop if tag == "base" else 0
-        name = "policy" + (f"-{max_tokens}" if max_tokens != s.max_tokens else "") + ("-base" if repeat_stop else "")
+        repeat_stop = s.zero_shot_repeat_stop if tag == "base" else s.round_repeat_stop if tag == SAMPLE else 0
+        dtype = s.round_hf_dtype if tag == SAMPLE else "fp32"
+        name = ("policy" + (f"-{max_tokens}" if max_tokens != s.max_tokens else "")
+                + ("-base" if tag == "base" and repeat_stop else "") + ("-sample" if tag == SAMPLE else ""))
         path = self.work / f"{name}.toml"
         path.write_text(
             "# The demo's policy settings: the code-only template (the SFT shards are exported with it), greedy\n"
             "# evaluation, completions long enough for one program.\n"
             f"[policy]\ntemplate = \"{TEMPLATE}\"\nmax_tokens = {max_tokens}\nconcurrency = {s.batch_generate}\n"
+            f"hf_dtype = \"{dtype}\"\n"
             + (f"repeat_stop = {repeat_stop}\n" if repeat_stop else "")
             + "[sandbox]\ntimeout_s = 30.0\ncpu_s = 30.0\n")
         return path
@@ -91,7 +97,7 @@ class Demo:
                 "--infeasible-share", "0", "--workers", str(s.workers), "--no-progress", "--format", "json"]
         if policy:
             args += ["--policy", policy, "--samples", str(s.round_samples), "--temperature",
-                     str(s.round_temperature), "--config", str(self.policy_config())]
+                     str(s.round_temperature), "--config", str(self.policy_config(SAMPLE))]
         self.cli(*args)
         out = self.cli("sql", "--store", str(self.store), "--format", "json", "select max(round) as r from samples")
         number = int(json.loads(out)[0]["r"])
@@ -129,6 +135,13 @@ class Demo:
                 args += ["--template", TEMPLATE]
             self.cli(*args, *extra)
         return json.loads((out / "manifest.json").read_text())
+
+    def all_train_mix(self) -> Path:
+        """A mix file holding no validation clusters out: the accepted policy samples are few and all of them are
+        training data (the held-out problems measure the model)."""
+        path = self.work / "mix-all-train.toml"
+        path.write_text("# every cluster in the training split\nseed = 0\nvalidation = 0.0\n")
+        return path
 
     def heldout(self) -> list[Any]:
         """Problems from unseen seeds with their ground truth: ``heldout_problems`` per held-out difficulty, the

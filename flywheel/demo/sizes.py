@@ -53,6 +53,9 @@ class DemoSize:
     round_problems: int = 20  # per difficulty and round
     round_samples: int = 4  # K programs per problem
     round_temperature: float = 0.7
+    round_hf_dtype: str = "auto"  # the rounds' sampling dtype ([policy] hf_dtype; auto = bf16 where measured faster):
+    #                               the contracts judge every sample, so speed costs at most acceptance; evals stay fp32
+    round_repeat_stop: int = 128  # the rounds' sampling ends looping rows ([policy] repeat_stop; 0 = off)
     zero_shot: bool = True  # evaluate the initial checkpoint before any training
     benchmarks: tuple[str, ...] = ("nl4opt", "mamo_easylp")  # transfer Pass@1 of every model (../shared/benchmarks)
     bench_limit: int = 20  # first N items of each; 0 = all
@@ -100,8 +103,10 @@ SIZES: dict[str, DemoSize] = {
                      heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=700, heldout_problems=22,
                      rounds=2, round_problems=22, round_samples=2, sft_steps=190, retrain_steps=30, sft_seq_len=2048,
                      micro_batch=2, max_tokens=1500, zero_shot_max_tokens=500, batch_generate=33),
+    # One sample per problem: the K samples of one problem that pass are mostly one program (export's dedup keeps
+    # one), so K = 4 on 24 problems left 5 distinct accepted programs where 96 problems x 1 sample yield ~3x more.
     "rounds": DemoSize(name="rounds", heldout_difficulties=(1, 2), heldout_problems=30, round_difficulties=(2,),
-                       rounds=2, round_problems=24, round_samples=4, zero_shot=False, benchmarks=(), max_tokens=800),
+                       rounds=2, round_problems=96, round_samples=1, zero_shot=False, benchmarks=(), max_tokens=800),
     "scratch": DemoSize(name="scratch", init="", round0_problems=900, heldout_problems=24, sft_steps=160,
                         retrain_steps=20, lr_sft=3e-3, lr_retrain=1.5e-3, max_tokens=900, batch_generate=8,
                         round_problems=12, round_samples=2, threads=1, model_overrides=_dense(), zero_shot=False,
