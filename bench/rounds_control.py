@@ -1,0 +1,89 @@
+"""The rounds' control arm: what the same retraining gives without the policy's samples.
+
+A demo round continues the previous model for ``retrain_steps`` on round 0's references plus the accepted policy
+samples. Part of any gain is just more steps on the references. This script retrains each round's starting model
+with the round's own recipe minus the policy shard (same steps, lr, seed, batch), scores it on the same held-out
+problems with the demo's evaluator, and writes the two side by side::
+
+    python bench/rounds_control.py --size rounds --work runs/flywheel-demo-rounds
+
+Writes ``bench/results/rounds_control.{json,md}``. Run it after the demo (it reads the demo's recipes and results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from flywheel.demo.run import Demo
+from flywheel.demo.sizes import SIZES
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def replay_only(recipe: Path, out: Path, init: Path | None = None) -> Path:
+    """``recipe`` with every training source but the first (round 0's references) dropped, its weight 1, and the
+    model path ``init`` when given (round r's control continues the control of round r - 1)."""
+    text = recipe.read_text()
+    blocks = text.split("[[data.sources]]")
+    kept = [re.sub(r"weight = [0-9.e-]+", "weight = 1.0", b) if 'name = "train"' in b else b
+            for b in blocks[1:] if 'name = "train"' in b or "weight = 0.0" in b]
+    head = re.sub(r'name = "[^"]+"', f'name = "{out.stem}"', blocks[0], count=1)
+    if init is not None:
+        head = re.sub(r'(\[model\][^\[]*?path = )"[^"]*"', rf'\1"{init}"', head, count=1)
+    out.write_text(head + "".join("[[data.sources]]" + b for b in kept))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="rounds", choices=sorted(SIZES))
+    parser.add_argument("--work", type=Path, default=Path("runs/flywheel-demo-rounds"))
+    parser.add_argument("--reports", type=Path, default=Path("reports/flywheel/rounds"))
+    parser.add_argument("--name", default="rounds_control")
+    args = parser.parse_args()
+    size = SIZES[args.size]
+    import torch
+
+    torch.set_num_threads(size.threads)  # the in-process greedy generation, as the demo sets it
+    demo = Demo(size, args.work, args.reports)
+    problems = demo.heldout()
+    demo_results = json.loads((args.reports / "results.json").read_text())
+    rows = []
+    for entry in demo_results["rounds"]:
+        r = entry["round"]
+        if not isinstance(r, int) or r < 1:
+            continue
+        init = args.work / "runs" / f"ctl-r{r - 1}" / "final" if r > 1 else None
+        recipe = replay_only(args.work / "recipes" / f"sft-r{r}.toml", args.work / "recipes" / f"ctl-r{r}.toml", init)
+        model = demo.train(f"ctl-r{r}", recipe)
+        ctl = demo.evaluate(model / "final", problems, f"ctl-r{r}")
+        rows.append({"round": r, "policy_rows": entry.get("policy_rows"), "data_weights": entry.get("data_weights"),
+                     "with_policy": {k: entry[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")},
+                     "replay_only": {k: ctl[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}})
+    base = next(e for e in demo_results["rounds"] if e["round"] == 0)
+    out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
+                                                                                    "per_difficulty")},
+           "rounds": rows, "command": f"python bench/rounds_control.py --size {args.size} --work {args.work}"}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
+    diffs = sorted(base["per_difficulty"])
+    head = "| model | strict | " + " | ".join(f"d{d}" for d in diffs) + " |"
+    lines = [head, "|---|---:|" + "---:|" * len(diffs)]
+
+    def row(name: str, res: dict) -> str:
+        cells = " | ".join(f"{res['per_difficulty'][d]['pass@1_strict']:.1%}" for d in diffs)
+        return f"| {name} | {res['pass@1_strict']:.1%} | {cells} |"
+
+    lines.append(row("round 0", base))
+    for x in rows:
+        lines.append(row(f"round {x['round']} (policy rows {x['policy_rows']})", x["with_policy"]))
+        lines.append(row(f"round {x['round']} control (replay only)", x["replay_only"]))
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
