@@ -37,6 +37,25 @@ def replay_only(recipe: Path, out: Path, init: Path | None = None) -> Path:
     return out
 
 
+def family_table(work: Path, tags: list[str]) -> str:
+    """Strict passes per family x difficulty of each evaluated model (``eval/TAG/verdicts.jsonl``)."""
+    held = {h["id"]: h for h in map(json.loads, (work / "heldout.jsonl").open())}
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for tag in tags:
+        counts: dict[tuple[str, int], list[int]] = {}
+        for v in map(json.loads, (work / "eval" / tag / "verdicts.jsonl").open()):
+            h = held[v["id"]]
+            c = counts.setdefault((h["family"], h["difficulty"]), [0, 0])
+            c[0] += v["exec_status"] == "ok" and v["miss_class"] is None
+            c[1] += 1
+        for key, (ok, n) in counts.items():
+            cells.setdefault(key, {})[tag] = f"{ok}/{n}"
+    out = ["| family, difficulty | " + " | ".join(tags) + " |", "|---|" + "---:|" * len(tags)]
+    out += [f"| {fam[:20]} d{d} | " + " | ".join(cells[(fam, d)].get(t, "-") for t in tags) + " |"
+            for fam, d in sorted(cells)]
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="rounds", choices=sorted(SIZES))
@@ -81,6 +100,7 @@ def main() -> None:
     for x in rows:
         lines.append(row(f"round {x['round']} (policy rows {x['policy_rows']})", x["with_policy"]))
         lines.append(row(f"round {x['round']} control (replay only)", x["replay_only"]))
+    lines += ["", family_table(args.work, ["r0"] + [t for x in rows for t in (f"r{x['round']}", f"ctl-r{x['round']}")])]
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
