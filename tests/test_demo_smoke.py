@@ -134,9 +134,9 @@ def test_only_the_base_model_is_scored_with_the_repeat_guard(tmp_path) -> None:
     # The rounds' sampling: the measured-faster dtype and the loop guard (the contracts judge what it writes);
     # every evaluation stays fp32 without the guard.
     sample = load_config(demo.policy_config(SAMPLE)).policy
-    assert (sample.hf_dtype, sample.repeat_stop) == (full.round_hf_dtype, full.round_repeat_stop) == ("fp32", 128)
-    fast = load_config(Demo(replace(full, round_hf_dtype="auto"), tmp_path, tmp_path).policy_config(SAMPLE)).policy
-    assert fast.hf_dtype == "auto"
+    assert (sample.hf_dtype, sample.repeat_stop) == (full.round_hf_dtype, full.round_repeat_stop) == ("auto", 128)
+    exact = load_config(Demo(replace(full, round_hf_dtype="fp32"), tmp_path, tmp_path).policy_config(SAMPLE)).policy
+    assert exact.hf_dtype == "fp32"
     assert (r0.hf_dtype, base.hf_dtype) == ("fp32", "fp32")
     assert demo.policy_config(SAMPLE) not in (demo.policy_config("base"), demo.policy_config("r0"))
     assert load_mix(demo.all_train_mix()).validation == 0.0

@@ -53,10 +53,10 @@ class DemoSize:
     round_problems: int = 20  # per difficulty and round
     round_samples: int = 4  # K programs per problem
     round_temperature: float = 0.7
-    round_hf_dtype: str = "fp32"  # the rounds' sampling dtype ([policy] hf_dtype; auto = bf16 where measured faster;
-    #                               evaluations always fp32). Measured on the rounds size, round 1 (AMX Xeon): bf16
-    #                               sampling 2.2x faster but accepted 5 of 72 samples where fp32 accepted 15 of 96,
-    #                               fewer accepted programs per minute, so fp32 stays the default
+    round_hf_dtype: str = "auto"  # the rounds' sampling dtype ([policy] hf_dtype; auto = bf16 where a GEMM measures
+    #                               faster; evaluations always fp32). Same 72 difficulty-2 problems, the rounds size's
+    #                               round-0 model, T = 0.7 (AMX Xeon): bf16 and fp32 each accepted 5; bf16 decodes 2.2x
+    #                               faster (the round's wall 1.3x, with the sandbox), so auto
     round_repeat_stop: int = 128  # the rounds' sampling ends looping rows ([policy] repeat_stop; 0 = off)
     zero_shot: bool = True  # evaluate the initial checkpoint before any training
     benchmarks: tuple[str, ...] = ("nl4opt", "mamo_easylp")  # transfer Pass@1 of every model (../shared/benchmarks)
