@@ -15,10 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
-from flywheel.demo.run import Demo
-from flywheel.demo.sizes import SIZES
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._machine import machine  # noqa: E402
+from flywheel.demo.run import Demo  # noqa: E402
+from flywheel.demo.sizes import SIZES  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -85,7 +90,7 @@ def main() -> None:
     base = next(e for e in demo_results["rounds"] if e["round"] == 0)
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
-           "rounds": rows, "command": f"python bench/rounds_control.py --size {args.size} --work {args.work}"}
+           "rounds": rows, "machine": machine(), "command": f"python bench/rounds_control.py --size {args.size} --work {args.work}"}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
     diffs = sorted(base["per_difficulty"])
