@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -26,20 +25,6 @@ from flywheel.demo.run import Demo  # noqa: E402
 from flywheel.demo.sizes import SIZES  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def replay_only(recipe: Path, out: Path, init: Path | None = None) -> Path:
-    """``recipe`` with every training source but the first (round 0's references) dropped, its weight 1, and the
-    model path ``init`` when given (round r's control continues the control of round r - 1)."""
-    text = recipe.read_text()
-    blocks = text.split("[[data.sources]]")
-    kept = [re.sub(r"weight = [0-9.e-]+", "weight = 1.0", b) if 'name = "train"' in b else b
-            for b in blocks[1:] if 'name = "train"' in b or "weight = 0.0" in b]
-    head = re.sub(r'name = "[^"]+"', f'name = "{out.stem}"', blocks[0], count=1)
-    if init is not None:
-        head = re.sub(r'(\[model\][^\[]*?path = )"[^"]*"', rf'\1"{init}"', head, count=1)
-    out.write_text(head + "".join("[[data.sources]]" + b for b in kept))
-    return out
 
 
 def family_table(work: Path, tags: list[str]) -> str:
@@ -80,8 +65,10 @@ def main() -> None:
         r = entry["round"]
         if not isinstance(r, int) or r < 1:
             continue
-        init = args.work / "runs" / f"ctl-r{r - 1}" / "final" if r > 1 else None
-        recipe = replay_only(args.work / "recipes" / f"sft-r{r}.toml", args.work / "recipes" / f"ctl-r{r}.toml", init)
+        # The round's recipe without the policy shard; round r's control continues the control of round r - 1.
+        init = args.work / "runs" / (f"ctl-r{r - 1}" if r > 1 else "sft-r0") / "final"
+        recipe = demo.recipe(f"ctl-r{r}", "sft", [args.work / "shards" / "sft0"], steps=size.retrain_steps,
+                             seq_len=size.sft_seq_len, lr=size.lr_retrain, init=init, seed=size.seed)
         model = demo.train(f"ctl-r{r}", recipe)
         ctl = demo.evaluate(model / "final", problems, f"ctl-r{r}")
         rows.append({"round": r, "policy_rows": entry.get("policy_rows"), "data_weights": entry.get("data_weights"),

@@ -97,6 +97,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         for d in size.round0_difficulties:
             demo.store_round(f"r0-d{d}", seed=10 * size.seed + d, difficulty=d, problems=size.round0_problems)
         demo.export("sft", sh / "sft0")
+        reference_rows = rows(sh / "sft0")
         tok = None if base else demo.tokenizer([sh / "sft0"])
         step()
         problems = demo.heldout()
@@ -114,12 +115,12 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                                                 seq_len=size.sft_seq_len, lr=size.lr_sft, init=base, tokenizer=tok,
                                                 seed=size.seed))
         step()
-        rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": rows(sh / "sft0"),
+        rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": reference_rows,
                        "train_s": demo.results["stages"].get("train:sft-r0"), "val_loss_heldout": final_val(sft0),
                        **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
         step()
 
-        model, policy_rounds = sft0, []
+        model, policy_rounds, accepted = sft0, [], 0
         for r in range(1, size.rounds + 1):
             demo.say(f"round {r}: hf:{model / 'final'} samples {size.round_samples} programs per new problem")
             # New seeds (r * 1000 + d), difficulties the reference round did not cover included.
@@ -127,25 +128,26 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                                     policy=f"hf:{model / 'final'}") for d in size.round_difficulties]
             policy_rounds += new
             accept = demo.acceptance(new)
+            accepted += accept["accepted"]
             step()
             # Self-distillation data: every accepted policy sample so far, replayed beside round 0's references
             # (the new problems' own reference programs stay out: the gain must be the policy's, not more generator
             # data). The policy's rows get `policy_share` of each batch: drawn in proportion, a few dozen accepted
             # samples among ~600 references were mostly never seen by a short retraining.
             policy_rows = 0
-            if demo.acceptance(policy_rounds)["accepted"]:
+            if accepted:
                 listed = ", ".join(str(x) for x in policy_rounds)
                 shard = demo.export("sft", sh / f"policy-r{r}", "--where",
                                     f"policy <> 'reference' AND round IN ({listed})", "--mix", str(demo.all_train_mix()))
                 policy_rows = shard["counts"]["train"]
-            weights = retrain_mix(rows(sh / "sft0"), policy_rows, size.policy_share,
+            weights = retrain_mix(reference_rows, policy_rows, size.policy_share,
                                   size.retrain_steps * size.batch_rows, size.policy_repeats)
             shards = [sh / "sft0", sh / f"policy-r{r}"][:len(weights)]
             model = demo.train(f"sft-r{r}", demo.recipe(f"sft-r{r}", "sft", shards, weights=weights,
                                                         steps=size.retrain_steps, seq_len=size.sft_seq_len,
                                                         lr=size.lr_retrain, init=model / "final", seed=size.seed))
             step()
-            rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": rows(sh / "sft0") + policy_rows,
+            rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": reference_rows + policy_rows,
                            "policy_rows": policy_rows, "data_weights": weights,
                            "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
                            "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}"),
