@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._machine import machine  # noqa: E402
+from flywheel.demo.__main__ import overrides  # noqa: E402
 from flywheel.demo.run import Demo  # noqa: E402
 from flywheel.demo.sizes import SIZES  # noqa: E402
 
@@ -52,14 +53,20 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs/flywheel-demo-rounds"))
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel/rounds"))
     parser.add_argument("--name", default="rounds_control")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="the same --set overrides the demo ran with (e.g. --set seed=1)")
     args = parser.parse_args()
-    size = SIZES[args.size]
+    size = overrides(SIZES[args.size], args.settings)
     import torch
 
     torch.set_num_threads(size.threads)  # the in-process greedy generation, as the demo sets it
     demo = Demo(size, args.work, args.reports)
     problems = demo.heldout()
     demo_results = json.loads((args.reports / "results.json").read_text())
+    ran = demo_results.get("settings", {}).get("seed", 0)
+    if ran != size.seed:
+        raise SystemExit(f"error: {args.reports / 'results.json'} is of a demo run with seed {ran}, not {size.seed}: "
+                         f"pass the demo's --set overrides (--set seed={ran})")
     rows = []
     for entry in demo_results["rounds"]:
         r = entry["round"]
@@ -77,7 +84,8 @@ def main() -> None:
     base = next(e for e in demo_results["rounds"] if e["round"] == 0)
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
-           "rounds": rows, "machine": machine(), "command": f"python bench/rounds_control.py --size {args.size} --work {args.work}"}
+           "rounds": rows, "machine": machine(), "command": " ".join(["python bench/rounds_control.py", "--size", args.size, "--work", str(args.work),
+                                 *(f"--set {x}" for x in args.settings)]), "settings": args.settings}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
     diffs = sorted(base["per_difficulty"])

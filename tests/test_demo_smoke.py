@@ -164,3 +164,14 @@ def test_a_round_recipe_carries_each_shards_weight(tmp_path) -> None:
         demo.recipe("sft-r1", "sft", shards, steps=3, seq_len=512, lr=3e-5, weights=[1.0])
     with pytest.raises(ConfigError, match="policy_share"):
         DemoSize(name="x", policy_share=1.0)
+
+
+def test_runs_of_different_seeds_sample_different_round_problems() -> None:
+    from flywheel.demo.__main__ import round_seed
+
+    # seed 0 keeps the seeds its recorded runs used (1000 * round + difficulty)
+    assert [round_seed(0, r, d) for r in (1, 2) for d in (1, 2)] == [1001, 1002, 2001, 2002]
+    seeds = {(s, r, d): round_seed(s, r, d) for s in range(3) for r in range(1, 4) for d in (1, 2, 3)}
+    assert len(set(seeds.values())) == len(seeds)  # no two (run seed, round, difficulty) share problems
+    # and none is a round-0 seed (10 * run seed + difficulty) of any run
+    assert not set(seeds.values()) & {10 * s + d for s in range(100) for d in (1, 2, 3)}

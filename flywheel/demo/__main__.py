@@ -40,6 +40,12 @@ def stage_names(size: DemoSize) -> list[str]:
     return [*names, "report"]
 
 
+def round_seed(run_seed: int, r: int, difficulty: int) -> int:
+    """The problem seed of round ``r`` >= 1 at one difficulty: ``100_000 * run_seed + 1000 * r + difficulty`` (run
+    seed 0 keeps the seeds it always had; round 0 uses ``10 * run_seed + difficulty``, below 1000)."""
+    return 100_000 * run_seed + 1000 * r + difficulty
+
+
 def overrides(size: DemoSize, pairs: list[str]) -> DemoSize:
     """``--set KEY=VALUE`` pairs applied to a size (``sft_steps=36``, ``rounds=0``, ``families=diet,tsp``): the value
     is parsed as the field's type; an unknown key names the nearest field."""
@@ -123,9 +129,11 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         model, policy_rounds, accepted = sft0, [], 0
         for r in range(1, size.rounds + 1):
             demo.say(f"round {r}: hf:{model / 'final'} samples {size.round_samples} programs per new problem")
-            # New seeds (r * 1000 + d), difficulties the reference round did not cover included.
-            new = [demo.store_round(f"r{r}-d{d}", seed=r * 1000 + d, difficulty=d, problems=size.round_problems,
-                                    policy=f"hf:{model / 'final'}") for d in size.round_difficulties]
+            # New seeds, difficulties the reference round did not cover included; runs of different seeds sample
+            # different problems (round_seed).
+            new = [demo.store_round(f"r{r}-d{d}", seed=round_seed(size.seed, r, d), difficulty=d,
+                                    problems=size.round_problems, policy=f"hf:{model / 'final'}")
+                   for d in size.round_difficulties]
             policy_rounds += new
             accept = demo.acceptance(new)
             accepted += accept["accepted"]

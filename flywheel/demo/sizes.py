@@ -13,8 +13,8 @@
 - ``scratch``: the from-scratch tiny dense Qwen3 with its own BPE tokenizer (the previous default; kept as a size).
 - ``smoke``: the smoke test's toy loop (a randomly initialised tiny model, two families; well under two minutes).
 
-Every size evaluates with greedy decoding on problems from unseen seeds (``heldout_seed``; the rounds use seeds
-below 10 000) and reports strict and lenient Pass@1 per family, the policy's acceptance rate and the miss classes.
+Every size evaluates with greedy decoding on problems from unseen seeds (``heldout_seed``, derived per problem;
+the demo checks that none of them is in the training store) and reports strict and lenient Pass@1 per family, the policy's acceptance rate and the miss classes.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ class DemoSize:
     round0_problems: int = 600  # per difficulty (speedrun: 574 SFT rows; 72 steps see half of them once)
     heldout_problems: int = 60  # per difficulty, spread over the families
     heldout_seed: int = 90_001
-    seed: int = 0  # a run's seed (< 100): round-0 problem seeds (10 * seed + difficulty) and the SFT data order;
-    #                the held-out problems stay the same, so runs of different seeds compare on one test set
+    seed: int = 0  # a run's seed (< 100): round-0 problem seeds (10 * seed + difficulty), the rounds' problem seeds
+    #                (``round_seed``) and the SFT data order; the held-out problems stay the same, so runs of
+    #                different seeds compare on one test set
     rounds: int = 1  # self-distillation rounds after round 0
     round_problems: int = 20  # per difficulty and round
     round_samples: int = 4  # K programs per problem
