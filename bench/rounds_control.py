@@ -1,4 +1,4 @@
-"""The rounds' control arm: what the same retraining gives without the policy's samples.
+"""The rounds' control arms: what the same retraining gives without the policy's samples, or without the contracts.
 
 A demo round continues the previous model for ``retrain_steps`` on round 0's references plus the accepted policy
 samples. Part of any gain is just more steps on the references. This script retrains each round's starting model
@@ -6,6 +6,11 @@ with the round's own recipe minus the policy shard (same steps, lr, seed, batch)
 problems with the demo's evaluator, and writes the two side by side::
 
     python bench/rounds_control.py --size rounds --work runs/flywheel-demo-rounds
+
+``--raw`` adds the seed's claim (a) at one data size: each round retrained again from the same starting model with
+the same recipe and the same weights (so the same number of policy rows drawn per step), but the policy shard
+exported with ``--include-rejected``: every sample the policy wrote in the rounds so far, accepted or not, as a
+pipeline without the contracts would keep them ("raw"). It compares with the round itself ("clean").
 
 Writes ``bench/results/rounds_control.{json,md}``. Run it after the demo (it reads the demo's recipes and results).
 """
@@ -17,13 +22,15 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._machine import machine  # noqa: E402
 from flywheel.demo.__main__ import overrides  # noqa: E402
 from flywheel.demo.run import Demo  # noqa: E402
-from flywheel.demo.sizes import SIZES  # noqa: E402
+from flywheel.demo.sizes import SIZES, DemoSize  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -47,12 +54,35 @@ def family_table(work: Path, tags: list[str]) -> str:
     return "\n".join(out)
 
 
+def raw_arm(demo: Demo, size: DemoSize, work: Path, r: int, weights: list[float], problems: list) -> dict:
+    """Round ``r`` again from the same starting model, the same recipe and weights, with the policy shard holding
+    every policy sample of rounds 1..r (``--include-rejected``) instead of the accepted ones."""
+    store_rounds = [int((work / "store" / f"r{q}-d{d}.round").read_text()) for q in range(1, r + 1)
+                    for d in size.round_difficulties]
+    listed = ", ".join(map(str, store_rounds))
+    shard = demo.export("sft", work / "shards" / f"raw-r{r}", "--include-rejected", "--where",
+                        f"policy <> 'reference' AND round IN ({listed})", "--mix", str(demo.all_train_mix()))
+    ids = pq.read_table(work / "shards" / f"raw-r{r}" / "train.parquet", columns=["attempt_id"]).column(
+        "attempt_id").to_pylist()
+    quoted = ", ".join(f"'{i}'" for i in ids if "'" not in i) or "''"
+    accepted = json.loads(demo.cli("sql", "--store", str(demo.store), "--format", "json",
+                                   f"select count(*) as n from samples where accepted and attempt_id in ({quoted})"))
+    init = work / "runs" / (f"sft-r{r - 1}") / "final"
+    recipe = demo.recipe(f"raw-r{r}", "sft", [work / "shards" / "sft0", work / "shards" / f"raw-r{r}"],
+                         weights=weights, steps=size.retrain_steps, seq_len=size.sft_seq_len, lr=size.lr_retrain,
+                         init=init, seed=size.seed)
+    model = demo.train(f"raw-r{r}", recipe)
+    res = demo.evaluate(model / "final", problems, f"raw-r{r}")
+    return {"raw_policy_rows": shard["counts"]["train"], "raw_accepted_rows": accepted[0]["n"], "raw": {k: res[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="rounds", choices=sorted(SIZES))
     parser.add_argument("--work", type=Path, default=Path("runs/flywheel-demo-rounds"))
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel/rounds"))
     parser.add_argument("--name", default="rounds_control")
+    parser.add_argument("--raw", action="store_true", help="also the raw arm (accepted and rejected samples)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="the same --set overrides the demo ran with (e.g. --set seed=1)")
     args = parser.parse_args()
@@ -78,9 +108,12 @@ def main() -> None:
                              seq_len=size.sft_seq_len, lr=size.lr_retrain, init=init, seed=size.seed)
         model = demo.train(f"ctl-r{r}", recipe)
         ctl = demo.evaluate(model / "final", problems, f"ctl-r{r}")
-        rows.append({"round": r, "policy_rows": entry.get("policy_rows"), "data_weights": entry.get("data_weights"),
-                     "with_policy": {k: entry[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")},
-                     "replay_only": {k: ctl[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}})
+        row = {"round": r, "policy_rows": entry.get("policy_rows"), "data_weights": entry.get("data_weights"),
+               "with_policy": {k: entry[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")},
+               "replay_only": {k: ctl[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}}
+        if args.raw and len(entry.get("data_weights") or []) == 2:
+            row.update(raw_arm(demo, size, args.work, r, entry["data_weights"], problems))
+        rows.append(row)
     base = next(e for e in demo_results["rounds"] if e["round"] == 0)
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
@@ -100,7 +133,10 @@ def main() -> None:
     for x in rows:
         lines.append(row(f"round {x['round']} (policy rows {x['policy_rows']})", x["with_policy"]))
         lines.append(row(f"round {x['round']} control (replay only)", x["replay_only"]))
-    lines += ["", family_table(args.work, ["r0"] + [t for x in rows for t in (f"r{x['round']}", f"ctl-r{x['round']}")])]
+        if "raw" in x:
+            lines.append(row(f"round {x['round']} raw ({x['raw_policy_rows']} rows, rejected too)", x["raw"]))
+    lines += ["", family_table(args.work, ["r0"] + [t for x in rows for t in (f"r{x['round']}", f"ctl-r{x['round']}")
+                                                     + ((f"raw-r{x['round']}",) if "raw" in x else ())])]
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -175,3 +175,31 @@ def test_runs_of_different_seeds_sample_different_round_problems() -> None:
     assert len(set(seeds.values())) == len(seeds)  # no two (run seed, round, difficulty) share problems
     # and none is a round-0 seed (10 * run seed + difficulty) of any run
     assert not set(seeds.values()) & {10 * s + d for s in range(100) for d in (1, 2, 3)}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rounds_control", Path(__file__).parents[1] / "bench" /
+                                                  "rounds_control.py")
+    rc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rc)
+    work, reports = demo
+    d = Demo(SMOKE, work, reports)
+    out = rc.raw_arm(d, SMOKE, work, 1, [0.5, 0.5], d.heldout())
+    # every policy sample of round 1 (the toy model's are all rejected), none of them a reference
+    samples = _sql(work, "select count(*) as n, sum(case when accepted then 1 else 0 end) as ok from samples "
+                         "where policy <> 'reference' and round = (select min(round) from samples "
+                         "where policy <> 'reference')")[0]
+    rows = pq.read_table(work / "shards" / "raw-r1" / "train.parquet").to_pylist()
+    assert 0 < out["raw_policy_rows"] == len(rows) <= samples["n"]
+    assert all(r["policy"] != "reference" for r in rows)
+    assert out["raw_accepted_rows"] == sum(1 for r in rows if _sql(
+        work, f"select accepted from samples where attempt_id = '{r['attempt_id']}'")[0]["accepted"])
+    recipe = load_recipe(str(work / "recipes" / "raw-r1.toml"))
+    assert [(Path(s.path).name, s.weight) for s in recipe.data.sources if s.weight > 0] == [
+        ("sft0", 0.5), ("raw-r1", 0.5)]
+    assert recipe.model.path.endswith("sft-r0/final")  # the round's own starting model
+    assert 0.0 <= out["raw"]["pass@1_strict"] <= out["raw"]["pass@1_lenient"] <= 1.0
