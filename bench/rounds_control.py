@@ -30,9 +30,10 @@ sys.path.insert(0, str(ROOT))
 from bench._machine import machine  # noqa: E402
 from flywheel.demo.__main__ import overrides  # noqa: E402
 from flywheel.demo.run import Demo  # noqa: E402
-from flywheel.demo.sizes import SIZES, DemoSize  # noqa: E402
+from flywheel.demo.sizes import SIZES  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
+SCORES = ("pass@1_strict", "pass@1_lenient", "per_difficulty")
 
 
 def family_table(work: Path, tags: list[str]) -> str:
@@ -54,26 +55,24 @@ def family_table(work: Path, tags: list[str]) -> str:
     return "\n".join(out)
 
 
-def raw_arm(demo: Demo, size: DemoSize, work: Path, r: int, weights: list[float], problems: list) -> dict:
+def raw_arm(demo: Demo, r: int, weights: list[float], problems: list) -> dict:
     """Round ``r`` again from the same starting model, the same recipe and weights, with the policy shard holding
     every policy sample of rounds 1..r (``--include-rejected``) instead of the accepted ones."""
-    store_rounds = [int((work / "store" / f"r{q}-d{d}.round").read_text()) for q in range(1, r + 1)
-                    for d in size.round_difficulties]
-    listed = ", ".join(map(str, store_rounds))
-    shard = demo.export("sft", work / "shards" / f"raw-r{r}", "--include-rejected", "--where",
-                        f"policy <> 'reference' AND round IN ({listed})", "--mix", str(demo.all_train_mix()))
-    ids = pq.read_table(work / "shards" / f"raw-r{r}" / "train.parquet", columns=["attempt_id"]).column(
-        "attempt_id").to_pylist()
-    quoted = ", ".join(f"'{i}'" for i in ids if "'" not in i) or "''"
+    size, shards = demo.size, demo.work / "shards"
+    listed = ", ".join(str(demo.stored_round(f"r{q}-d{d}")) for q in range(1, r + 1) for d in size.round_difficulties)
+    raw = shards / f"raw-r{r}"
+    manifest = demo.export("sft", raw, "--include-rejected", "--where",
+                           f"policy <> 'reference' AND round IN ({listed})", "--mix", str(demo.all_train_mix()))
+    ids = pq.read_table(raw / "train.parquet", columns=["attempt_id"]).column("attempt_id").to_pylist()
+    quoted = ", ".join(f"'{i}'" for i in ids) or "''"
     accepted = json.loads(demo.cli("sql", "--store", str(demo.store), "--format", "json",
                                    f"select count(*) as n from samples where accepted and attempt_id in ({quoted})"))
-    init = work / "runs" / (f"sft-r{r - 1}") / "final"
-    recipe = demo.recipe(f"raw-r{r}", "sft", [work / "shards" / "sft0", work / "shards" / f"raw-r{r}"],
-                         weights=weights, steps=size.retrain_steps, seq_len=size.sft_seq_len, lr=size.lr_retrain,
-                         init=init, seed=size.seed)
-    model = demo.train(f"raw-r{r}", recipe)
-    res = demo.evaluate(model / "final", problems, f"raw-r{r}")
-    return {"raw_policy_rows": shard["counts"]["train"], "raw_accepted_rows": accepted[0]["n"], "raw": {k: res[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}}
+    recipe = demo.recipe(f"raw-r{r}", "sft", [shards / "sft0", raw], weights=weights, steps=size.retrain_steps,
+                         seq_len=size.sft_seq_len, lr=size.lr_retrain, init=demo.work / "runs" / f"sft-r{r - 1}" /
+                         "final", seed=size.seed)
+    res = demo.evaluate(demo.train(f"raw-r{r}", recipe) / "final", problems, f"raw-r{r}")
+    return {"raw_policy_rows": manifest["counts"]["train"], "raw_accepted_rows": accepted[0]["n"],
+            "raw": {k: res[k] for k in SCORES}}
 
 
 def main() -> None:
@@ -109,16 +108,16 @@ def main() -> None:
         model = demo.train(f"ctl-r{r}", recipe)
         ctl = demo.evaluate(model / "final", problems, f"ctl-r{r}")
         row = {"round": r, "policy_rows": entry.get("policy_rows"), "data_weights": entry.get("data_weights"),
-               "with_policy": {k: entry[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")},
-               "replay_only": {k: ctl[k] for k in ("pass@1_strict", "pass@1_lenient", "per_difficulty")}}
+               "with_policy": {k: entry[k] for k in SCORES}, "replay_only": {k: ctl[k] for k in SCORES}}
         if args.raw and len(entry.get("data_weights") or []) == 2:
-            row.update(raw_arm(demo, size, args.work, r, entry["data_weights"], problems))
+            row.update(raw_arm(demo, r, entry["data_weights"], problems))
         rows.append(row)
     base = next(e for e in demo_results["rounds"] if e["round"] == 0)
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
-           "rounds": rows, "machine": machine(), "command": " ".join(["python bench/rounds_control.py", "--size", args.size, "--work", str(args.work),
-                                 *(f"--set {x}" for x in args.settings)]), "settings": args.settings}
+           "rounds": rows, "machine": machine(), "settings": args.settings,
+           "command": " ".join(["python bench/rounds_control.py --size", args.size, "--work", str(args.work),
+                                *(f"--set {x}" for x in args.settings), *(["--raw"] if args.raw else [])])}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
     diffs = sorted(base["per_difficulty"])
@@ -135,8 +134,8 @@ def main() -> None:
         lines.append(row(f"round {x['round']} control (replay only)", x["replay_only"]))
         if "raw" in x:
             lines.append(row(f"round {x['round']} raw ({x['raw_policy_rows']} rows, rejected too)", x["raw"]))
-    lines += ["", family_table(args.work, ["r0"] + [t for x in rows for t in (f"r{x['round']}", f"ctl-r{x['round']}")
-                                                     + ((f"raw-r{x['round']}",) if "raw" in x else ())])]
+    tags = ["r0"] + [f"{arm}r{x['round']}" for x in rows for arm in ("", "ctl-", "raw-") if arm != "raw-" or "raw" in x]
+    lines += ["", family_table(args.work, tags)]
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -188,7 +188,7 @@ def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo)
     spec.loader.exec_module(rc)
     work, reports = demo
     d = Demo(SMOKE, work, reports)
-    out = rc.raw_arm(d, SMOKE, work, 1, [0.5, 0.5], d.heldout())
+    out = rc.raw_arm(d, 1, [0.5, 0.5], d.heldout())
     # every policy sample of round 1 (the toy model's are all rejected), none of them a reference
     samples = _sql(work, "select count(*) as n, sum(case when accepted then 1 else 0 end) as ok from samples "
                          "where policy <> 'reference' and round = (select min(round) from samples "

@@ -80,12 +80,17 @@ class Demo:
         return path
 
     # ---- data -----------------------------------------------------------------------------------------------
+    def stored_round(self, tag: str) -> int | None:
+        """The store round of the finished ``store_round`` called ``tag`` (its marker), or None."""
+        marker = self.store / f"{tag}.round"
+        return int(marker.read_text()) if marker.exists() else None
+
     def store_round(self, tag: str, *, seed: int, difficulty: int, problems: int, policy: str | None = None) -> int:
         """One ``flywheel run-round`` (resumable: a finished round is skipped by its marker); its store round."""
         s = self.size
-        marker = self.store / f"{tag}.round"
-        if marker.exists():
-            return int(marker.read_text())
+        done = self.stored_round(tag)
+        if done is not None:
+            return done
         t = time.perf_counter()
         # Families start at a different one per difficulty, so rounds smaller than the family list still cover
         # every family across their difficulties.
@@ -101,6 +106,7 @@ class Demo:
         self.cli(*args)
         out = self.cli("sql", "--store", str(self.store), "--format", "json", "select max(round) as r from samples")
         number = int(json.loads(out)[0]["r"])
+        marker = self.store / f"{tag}.round"
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(f"{number}\n")
         self.stage(f"round:{tag}", time.perf_counter() - t)

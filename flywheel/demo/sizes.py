@@ -14,7 +14,8 @@
 - ``smoke``: the smoke test's toy loop (a randomly initialised tiny model, two families; well under two minutes).
 
 Every size evaluates with greedy decoding on problems from unseen seeds (``heldout_seed``, derived per problem;
-the demo checks that none of them is in the training store) and reports strict and lenient Pass@1 per family, the policy's acceptance rate and the miss classes.
+the demo checks that none of them is in the training store) and reports strict and lenient Pass@1 per family, the
+policy's acceptance rate and the miss classes.
 """
 
 from __future__ import annotations
