@@ -25,12 +25,18 @@ def _is_subsequence(part: list[float], whole: list[float]) -> bool:
 
 
 def _param_literals(code: str) -> dict[str, list[float]]:
-    """Each dict literal of the data block: its values in written order."""
+    """Each dict literal of the data block (a cell dict, or a row table's rows): its values in written order."""
     block = code[code.index("from gurobipy import GRB\n"):code.index("m = gp.Model")].split("\n", 1)[1]
     out = {}
     for node in ast.parse(block).body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-            values = [round(float(ast.literal_eval(v)), 9) for v in node.value.values]
+        if not isinstance(node, ast.Assign):
+            continue
+        value = node.value
+        if isinstance(value, ast.DictComp):  # {(i, j): x for i, row in {...}.items() for j, x in zip(...)}
+            value = value.generators[0].iter.func.value  # type: ignore[attr-defined]
+            out[node.targets[0].id] = [round(float(x), 9) for row in ast.literal_eval(value).values() for x in row]  # type: ignore[attr-defined]
+        elif isinstance(value, ast.Dict):
+            values = [round(float(ast.literal_eval(v)), 9) for v in value.values]
             out[node.targets[0].id] = values  # type: ignore[attr-defined]
     return out
 
@@ -101,7 +107,8 @@ def test_a_table_is_written_in_its_reading_order() -> None:
             tables = _tables(p.question)
             if not tables:
                 continue
-            block = render(p.ir, "gurobipy", p.question).split("\nm = gp")[0]
+            # The cell layout shows each entry's place; the row layout (the default) is built from that order.
+            block = render(p.ir, "gurobipy", p.question, tables="cells").split("\nm = gp")[0]
             for node in ast.parse(block).body:
                 if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and node.value.keys
                         and all(isinstance(k, ast.Tuple) and len(k.elts) == 2 for k in node.value.keys)):

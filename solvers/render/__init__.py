@@ -9,23 +9,27 @@ from __future__ import annotations
 
 from solvers.errors import unknown_name
 from solvers.ir import Model
-from solvers.render.base import RENDERERS, STYLES, Renderer, register
+from solvers.render.base import RENDERERS, STYLES, TABLES, Renderer, register
 
 APIS: tuple[str, ...] = ("gurobipy", "pyomo", "ortools", "coptpy", "docplex")
 
 
-def render(model: Model, api: str, question: str | None = None, style: str = "compact") -> str:
+def render(model: Model, api: str, question: str | None = None, style: str = "compact", tables: str = "rows") -> str:
     """The reference program of ``model`` for ``api``; raises UnknownNameError for an unknown API or style.
 
     With the problem's ``question``, the data block lists the numbers in the order the question states them
     (``solvers.render.order``): the same program, easier to write by copying from the question. ``style``:
     "compact" (default: no comments or blank lines, a one-line report; what SFT data and the demo train on) or
-    "verbose" (commented sections, a report branch per status and the nonzero variables; for reading).
+    "verbose" (commented sections, a report branch per status and the nonzero variables; for reading). ``tables``:
+    "rows" (default: a dense table over two sets one row per line, as the question lists it) or "cells" (one
+    ``(i, j): value`` entry per cell).
     """
     if style not in STYLES:
         raise unknown_name("render style", style, list(STYLES))
+    if tables not in TABLES:
+        raise unknown_name("table layout", tables, list(TABLES))
     renderer = _renderer(api)
-    renderer.style = style
+    renderer.style, renderer.tables = style, tables
     return renderer.render(model, question)
 
 
@@ -50,4 +54,4 @@ def _renderer(api: str) -> Renderer:
     return RENDERERS[api]()
 
 
-__all__ = ["APIS", "RENDERERS", "STYLES", "Renderer", "register", "render", "supports"]
+__all__ = ["APIS", "RENDERERS", "STYLES", "TABLES", "Renderer", "register", "render", "supports"]

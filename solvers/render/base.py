@@ -41,6 +41,7 @@ def register(cls: type[Renderer]) -> type[Renderer]:
 
 
 STYLES: tuple[str, ...] = ("compact", "verbose")
+TABLES: tuple[str, ...] = ("rows", "cells")  # how a dense two-set table is written (``ParamPlan.row_table``)
 
 
 class Renderer(Dialect, ABC):
@@ -48,6 +49,7 @@ class Renderer(Dialect, ABC):
     infinity: ClassVar[str] = "None"
     neg_infinity: ClassVar[str] = "None"
     style: str = "compact"
+    tables: str = "rows"
 
     def render(self, model: Model, question: str | None = None) -> str:
         """The program of ``model``; with ``question``, its data block follows the question's order of numbers.
@@ -71,7 +73,7 @@ class Renderer(Dialect, ABC):
         article = "an" if kind[0] in "aeiou" else "a"
         lines = [f"# {model.name}: {article} {kind} with {m['n_vars']} variables and {m['n_constraints']} constraints, "
                  f"written for {self.api}.", *self.imports(p), "", "# ---- data ----",
-                 *p.data_lines(self.infinity, self.neg_infinity, question), "", *self.model_lines(p), "",
+                 *p.data_lines(self.infinity, self.neg_infinity, question, self.tables), "", *self.model_lines(p), "",
                  "# ---- decision variables ----"]
         for g in p.var_groups:
             note = g.description + (f" ({g.unit})" if g.unit else "")
