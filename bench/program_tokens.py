@@ -9,6 +9,7 @@ sandbox and confirms each reproduces the ground-truth objective (the matrix test
 
     python bench/program_tokens.py [--seeds 3] [--difficulty 1] [--check]
     python bench/program_tokens.py --structure [--seeds 3] [--label NAME]
+    python bench/program_tokens.py --tables [--seeds 3]
 
 Writes bench/results/program_tokens.json and prints per family x API mean tokens, verbose -> compact, ratio.
 
@@ -17,6 +18,10 @@ Writes bench/results/program_tokens.json and prints per family x API mean tokens
 numbers (no loop template reproduced the group) and whether the objective was. A small model copies loops over
 data far more reliably than thousands of tokens of written-out rows, so this is the measure of "programs a small
 model can write". Writes bench/results/program_structure[_LABEL].json (run it at two commits to compare).
+
+``--tables``: the compact gurobipy program with dense two-set tables written one row per line (``tables="rows"``,
+the default) against one ``(i, j): value`` entry per cell (``"cells"``, the layout before 2026-12-06), per family
+at difficulty 1-3 on the held-out seed stream, in one run. Writes bench/results/program_tables.json.
 """
 
 from __future__ import annotations
@@ -133,6 +138,49 @@ def structure(seeds: int, label: str, console: Console) -> None:
     console.print(f"wrote {path}")
 
 
+def tables(seeds: int, console: Console) -> None:
+    """Tokens of the compact gurobipy program, tables as rows vs as cells, per family (d1-3, same problems)."""
+    tok = smollm2_tokenizer()
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    rows = []
+    for family in family_names():
+        per: dict[str, dict[int, list[int]]] = {"rows": {}, "cells": {}}
+        for d in (1, 2, 3):
+            for seed in range(seeds):
+                problem = generate_problem(family, 90_001 + seed, d)  # the demo's held-out seed stream
+                for layout in per:
+                    per[layout].setdefault(d, []).append(count(render(problem.ir, "gurobipy", problem.question,
+                                                                      tables=layout)))
+        mean = {k: {d: statistics.mean(v) for d, v in by_d.items()} for k, by_d in per.items()}
+        rows.append({"family": family, **mean,
+                     "ratio": sum(map(sum, per["rows"].values())) / sum(map(sum, per["cells"].values()))})
+    rows.sort(key=lambda r: r["ratio"])
+    table = Table(title=f"compact gurobipy program tokens, tables as rows vs cells ({seeds} seeds x d1-3)")
+    for col in ("family", "cells d1/d2/d3", "rows d1/d2/d3", "rows/cells"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+    changed = [r for r in rows if r["ratio"] < 0.999]
+    for r in changed:
+        table.add_row(r["family"][:24], "/".join(f"{r['cells'][d]:.0f}" for d in (1, 2, 3)),
+                      "/".join(f"{r['rows'][d]:.0f}" for d in (1, 2, 3)), f"{r['ratio']:.2f}")
+    console.print(table)
+    total = {k: sum(sum(r[k].values()) for r in rows) for k in ("rows", "cells")}
+    lp3 = [r for r in rows if r["family"] in ("production_planning", "transportation", "diet")]
+    lp3_d2 = {k: sum(r[k][2] for r in lp3) for k in ("rows", "cells")}
+    console.print(f"{len(changed)} of {len(rows)} families change; all families: rows/cells "
+                  f"{total['rows'] / total['cells']:.3f}; the rounds size's three families at difficulty 2: "
+                  f"{lp3_d2['rows'] / lp3_d2['cells']:.3f}")
+    out = {"bench": "program_tables", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "machine": machine(), "seeds": seeds, "families_changed": len(changed),
+           "rows_over_cells": total["rows"] / total["cells"], "lp3_d2_rows_over_cells": lp3_d2["rows"] / lp3_d2["cells"],
+           "rows": rows}
+    path = Path(__file__).resolve().parent / "results" / "program_tables.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    console.print(f"wrote {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -141,8 +189,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "program_tokens.json"))
     ap.add_argument("--structure", action="store_true", help="program vs question tokens, rows written out")
     ap.add_argument("--label", default="", help="--structure: suffix of the result file (e.g. a commit)")
+    ap.add_argument("--tables", action="store_true", help="tables as rows vs as cells, tokens per family")
     args = ap.parse_args()
     console = Console()
+    if args.tables:
+        tables(args.seeds, console)
+        return
     if args.structure:
         structure(args.seeds, args.label, console)
         return
