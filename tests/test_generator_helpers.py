@@ -9,8 +9,8 @@ from importlib import resources
 import numpy as np
 
 from flywheel.generators._phrasing import APPLICATION_DOMAINS, distractor_facts, story_intro
-from flywheel.generators._text import listing
-from flywheel.generators.base import FAMILIES, exceed, family_names, replace_at
+from flywheel.generators._text import drawn_names, listing, spread
+from flywheel.generators.base import FAMILIES, derive_seed, exceed, family_names, generate_problem, replace_at
 
 
 def test_listing_formats_each_key_with_shared_fields():
@@ -45,3 +45,32 @@ def test_phrasing_vocabulary_ships_as_package_data_for_every_application_domain(
     templates = [t for t, _, _ in vocab["facts"]["retail"] + vocab["facts"]["*"]]
     assert len(sentences) == 2 and all(any(s == t.format(n=int(v)) for t in templates)
                                        for s, v in zip(sentences, values, strict=True))
+
+
+def test_drawn_names_and_spread_sizes_vary_within_a_difficulty():
+    rng = np.random.default_rng(0)
+    pool = ["A", "B", "C", "D", "E"]
+    drawn = [drawn_names(rng, pool, 3, "X") for _ in range(40)]
+    assert all(len(set(d)) == 3 and set(d) <= set(pool) for d in drawn)  # without replacement, from the pool
+    assert len({tuple(d) for d in drawn}) > 10  # subsets and orders both vary
+    assert drawn_names(rng, pool, 7, "X")[5:] == ["X6", "X7"] and sorted(drawn_names(rng, pool, 7, "X")[:5]) == pool
+    sizes = {spread(rng, 3) for _ in range(60)}
+    assert sizes == {2, 3, 4}
+    assert {spread(rng, 2, low=2) for _ in range(60)} == {2, 3}
+
+
+def test_the_lp_families_read_list_lengths_and_names_from_the_instance():
+    """The speedrun's three families once had one size and the pool's first names per difficulty, so a model
+    learned a list's length by heart; now a difficulty's sizes overlap the next one's and names are drawn."""
+    for family, key in (("transportation", "dests"), ("diet", "foods"), ("production_planning", "products")):
+        lengths = {1: set(), 2: set()}
+        firsts = set()
+        for i in range(30):
+            for d in (1, 2):
+                data = generate_problem(family, derive_seed(5, i), d).params
+                lengths[d].add(len(data[key]))
+                firsts.add(data[key][0])
+        assert len(lengths[1]) >= 2 and len(lengths[2]) >= 2, (family, lengths)
+        assert lengths[1] & lengths[2], (family, lengths)  # difficulty 1's largest lists are difficulty 2's smallest
+        assert max(lengths[2]) > max(lengths[1]), (family, lengths)
+        assert len(firsts) >= 4, (family, firsts)

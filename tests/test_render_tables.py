@@ -116,3 +116,25 @@ def test_an_unknown_table_layout_names_the_choices() -> None:
     p = generate_problem("diet", derive_seed(11, 0), 1, 0.0)
     with pytest.raises(UnknownNameError, match="cells"):
         render(p.ir, "gurobipy", p.question, tables="grid")
+
+
+@pytest.mark.parametrize("layout", ["prose", "table"])
+def test_a_single_resource_keeps_the_orientation_of_many(layout: str) -> None:
+    """One resource: a question that names it next to each number, or as a table's column, gets a row per
+    product (as it would with two resources); one that states it once before its numbers gets one row."""
+    values = {"Reactor,Solvent": 5, "Reactor,Resin": 2, "Reactor,Coating": 7}
+    param = Parameter(name="usage", index=("resources", "products"), values=values)
+    keys = {tuple(k.split(",")): float(v) for k, v in values.items()}
+    sets = {"resources": SetPlan("resources", "resources", ("Reactor",), ""),
+            "products": SetPlan("products", "products", ("Solvent", "Resin", "Coating"), "")}
+    table = ParamPlan("usage", param, keys)
+    if layout == "prose":
+        each = ("Each unit of Solvent needs 5 hours of Reactor; each unit of Resin needs 2 hours of Reactor; each unit "
+                "of Coating needs 7 hours of Reactor.")
+    else:
+        each = "| Product | Reactor (h/unit) |\n|---|---|\n| Solvent | 5 |\n| Resin | 2 |\n| Coating | 7 |"
+    text = table.row_table(None, sets, set(), each)
+    assert text is not None and '"Solvent": [5],' in text and "zip(resources, row, strict=True)" in text
+    once = "Hours of Reactor per unit: Solvent 5, Resin 2, Coating 7."
+    text = table.row_table(None, sets, set(), once)
+    assert text is not None and '"Reactor": [5, 2, 7],' in text and "zip(products, row, strict=True)" in text

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from solvers.ir import number_text
 
 
@@ -35,6 +37,24 @@ def names(pool: Sequence[str], n: int, stem: str) -> list[str]:
     out = list(pool[:n])
     out += [f"{stem}{k}" for k in range(len(out) + 1, n + 1)]
     return out
+
+
+def drawn_names(rng: np.random.Generator, pool: Sequence[str], n: int, stem: str) -> list[str]:
+    """``n`` names drawn from ``pool`` without replacement, in random order (``stem<k>`` past the pool's size).
+
+    ``names`` takes the pool's first ``n``: every instance of a family at a difficulty then has the same names in
+    the same order, and a model trained on them learns the names and the list's length by heart instead of copying
+    them from the question (stop 37: at an unseen difficulty the round-0 model wrote its difficulty-1 list lengths).
+    """
+    k = min(n, len(pool))
+    out = [str(pool[int(i)]) for i in rng.choice(len(pool), size=k, replace=False)]
+    return out + [f"{stem}{j}" for j in range(k + 1, n + 1)]
+
+
+def spread(rng: np.random.Generator, base: int, low: int = 1) -> int:
+    """A list size near a difficulty's ``base``: ``base - 1``, ``base`` or ``base + 1`` (at least ``low``), so that
+    the sizes of one difficulty overlap the next one's and a list's length has to be read from the question."""
+    return max(low, base + int(rng.integers(-1, 2)))
 
 
 def money(x: float, currency: str) -> str:

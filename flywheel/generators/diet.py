@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, number_text
 
@@ -18,8 +18,9 @@ from solvers.ir import Model, number_text
 class Diet(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        foods = names(vocab["foods"], 2 + 2 * difficulty, "Food")
-        nutrients = names(vocab["nutrients"], 1 + difficulty, "Nutrient")
+        # Sizes around 4x2 / 6x3 / 8x4 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        foods = drawn_names(rng, vocab["foods"], spread(rng, 2 + 2 * difficulty, 2), "Food")
+        nutrients = drawn_names(rng, vocab["nutrients"], spread(rng, 1 + difficulty, 2), "Nutrient")
         cost = {f: int(rng.integers(5, 60)) for f in foods}
         content = {n: {f: int(rng.integers(0, 30)) for f in foods} for n in nutrients}
         max_amount = {f: int(rng.integers(3, 10)) for f in foods}

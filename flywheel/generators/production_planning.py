@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -21,10 +21,11 @@ from solvers.ir import Model, number_text
 class ProductionPlanning(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        n_prod = min(2 + difficulty, len(vocab["items"]))
-        n_res = min(1 + (difficulty + 1) // 2, len(vocab["resources"]))
-        products = list(vocab["items"][:n_prod])
-        resources = list(vocab["resources"][:n_res])
+        # Sizes around 3x2 / 4x2 / 5x3 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        n_prod = min(spread(rng, 2 + difficulty, 2), len(vocab["items"]))
+        n_res = min(spread(rng, 1 + (difficulty + 1) // 2), len(vocab["resources"]))
+        products = drawn_names(rng, vocab["items"], n_prod, "Product")
+        resources = drawn_names(rng, vocab["resources"], n_res, "Resource")
         profit = {p: int(rng.integers(10, 60)) for p in products}
         usage = {r: {p: int(rng.integers(1, 10)) for p in products} for r in resources}
         capacity = {r: int(rng.integers(80, 400)) for r in resources}

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model
 
@@ -19,8 +19,9 @@ from solvers.ir import Model
 class Transportation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        sources = names(vocab["sources"], 1 + difficulty, "Source")
-        dests = names(vocab["dests"], 1 + 2 * difficulty, "Dest")
+        # Sizes around 2x3 / 3x5 / 4x7 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        sources = drawn_names(rng, vocab["sources"], spread(rng, 1 + difficulty, 2), "Source")
+        dests = drawn_names(rng, vocab["dests"], spread(rng, 1 + 2 * difficulty, 2), "Dest")
         demand = {d: int(rng.integers(10, 100)) for d in dests}
         total = sum(demand.values())
         # Split 105-140% of total demand across the sources, each getting a fair random share.

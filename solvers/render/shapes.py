@@ -49,7 +49,8 @@ class ParamPlan:
             items = list(kept.items())
         return wrap_items([f"{key_lit(k)}: {lit(v)}" for k, v in items], "{", "}")
 
-    def row_table(self, order: list[int] | None, sets: dict[str, SetPlan], taken: set[str]) -> str | None:
+    def row_table(self, order: list[int] | None, sets: dict[str, SetPlan], taken: set[str],
+                  question: str | None = None) -> str | None:
         """A dense table over two sets as a person types it from the question: one line per row, the row's numbers
         in a list, expanded to the same ``{(i, j): value}`` dict the cell literal writes::
 
@@ -93,6 +94,21 @@ class ParamPlan:
             if possible and 2 * grouped > possible and 2 * rows_agreeing > len(elems[r]):
                 score = (-grouped / possible, len(elems[r]), r, columns)  # best grouped, then fewer (longer) rows
                 best = min(best, score) if best else score
+        single = [r for r in (0, 1) if len(elems[r]) == 1]
+        if single and len(keys) > 1:
+            # One element on one side (a single resource): either one row, or a row of one per element of the other
+            # side. The question decides as it would with more elements: a name stated next to every number ("5
+            # hours of Reactor; 2 hours of Reactor") or a table's column header is a column, so each entry is a
+            # row of its own; a name stated once before the numbers is a row.
+            from solvers.render.order import _mentions, _table_cells
+
+            s, e = single[0], elems[single[0]][0]
+            headers = {label.split(" | ", 1)[-1] for cells in _table_cells(question or "").values() for _, label in cells}
+            each = question is not None and (len(_mentions(question, e)) >= len(keys)
+                                             or any(_mentions(h, e) for h in headers))
+            r = 1 - s if each else s
+            best = (0.0, 0, r, tuple(sorted(elems[1 - r], key=lambda j: at[_cell(r)(elems[r][0], j)])) if not each
+                    else elems[1 - r])
         if best is None:
             return None
         r, columns = best[2], best[3]
@@ -282,7 +298,8 @@ class Plan:
             if note.strip():
                 lines.append(f"# {note.strip()}")
             mirrored = p.mirrored
-            table = p.row_table(order, by_name, self.namespace.taken) if tables == "rows" and not mirrored else None
+            table = (p.row_table(order, by_name, self.namespace.taken, question)
+                     if tables == "rows" and not mirrored else None)
             lines.append(f"{p.ident} = {table or p.literal(order, once=mirrored)}")
             if mirrored:  # the other direction of every pair (the comprehension reads the dict before |= runs)
                 lines.append(f"{p.ident} |= {{(j, i): v for (i, j), v in {p.ident}.items()}}")
