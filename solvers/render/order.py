@@ -62,6 +62,15 @@ def _nearest(spots: list[int], q: int) -> int:
     return min(abs(spots[j] - q) for j in (i - 1, i) if 0 <= j < len(spots))
 
 
+def names_a_column(question: str, name: str, entries: int) -> bool:
+    """Whether the question states ``name`` as a table's column: next to every one of its ``entries`` numbers ("5
+    hours of Reactor; 2 hours of Reactor") or as a column header of a markdown table, rather than once before them."""
+    if len(_mentions(question, name)) >= entries:
+        return True
+    return any(_mentions(label.split(" | ", 1)[-1], name) for cells in _table_cells(question).values()
+               for _, label in cells)
+
+
 def mention_order(question: str, params: Sequence[ParamPlan]) -> list[tuple[ParamPlan, list[int]]]:
     """``params`` sorted by where the question first states one of their numbers, each with its entries' order
     (indices into ``param.keys``), both following the question; ties and unplaced entries keep IR order."""

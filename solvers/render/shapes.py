@@ -18,7 +18,6 @@ def _cell(r: int):  # noqa: ANN202
     return (lambda i, j: (i, j)) if r == 0 else (lambda i, j: (j, i))
 
 
-
 @dataclass(frozen=True)
 class SetPlan:
     ident: str
@@ -65,8 +64,7 @@ class ParamPlan:
         written in the order the question reaches them, columns in that common order: the column set itself when
         it is the set's order, else the names in the question's order (``zip(["Lyon", "Lille"], row, ...)``), so
         a row is copied left to right either way. Sparse keys, a table of one set twice, or entries grouped by
-        neither position: None, and the cell literal stays. Why: a
-        cell literal repeats both key names per number (~6x the tokens), and a small model copying a difficulty-2
+        neither position: None, and the cell literal stays. Why: a cell literal repeats both key names per number (~6x the tokens), and a small model copying a difficulty-2
         table by cells drops cells once the table is larger than the ones it trained on (stop 36: 128 of 165
         rejected programs, a ``KeyError``); a row is one contiguous copy of the question's row, and
         ``strict=True`` makes a short row an error, never a silent 0.
@@ -83,8 +81,17 @@ class ParamPlan:
         if len(keys) != len(elems[0]) * len(elems[1]) or set(keys) != set(itertools.product(*elems)):
             return None
         at = {k: n for n, k in enumerate(keys)}
-        best: tuple[float, int, int, tuple[str, ...]] | None = None
-        for r in (0, 1):
+        single = [r for r in (0, 1) if len(elems[r]) == 1]
+        best: tuple[tuple[float, int], int, tuple[str, ...]] | None = None
+        if single and len(keys) > 1:
+            # One element on one side (a single resource): either one row, or a row of one per element of the other
+            # side. The question decides as it would with more elements (``order.names_a_column``).
+            from solvers.render.order import names_a_column
+
+            s = single[0]
+            r = 1 - s if question is not None and names_a_column(question, elems[s][0], len(keys)) else s
+            best = ((0.0, 0), r, tuple(sorted(elems[1 - r], key=lambda j: at[_cell(r)(elems[r][0], j)])))
+        for r in () if best else (0, 1):
             c = 1 - r
             possible = len(keys) - len(elems[r])  # adjacent pairs within rows, were every row contiguous
             grouped = sum(keys[n][r] == keys[n - 1][r] for n in range(1, len(keys)))
@@ -92,26 +99,11 @@ class ParamPlan:
             column_orders = Counter(tuple(sorted(elems[c], key=lambda j: at[cell(i, j)])) for i in elems[r])
             columns, rows_agreeing = column_orders.most_common(1)[0]
             if possible and 2 * grouped > possible and 2 * rows_agreeing > len(elems[r]):
-                score = (-grouped / possible, len(elems[r]), r, columns)  # best grouped, then fewer (longer) rows
+                score = ((-grouped / possible, len(elems[r])), r, columns)  # best grouped, then fewer (longer) rows
                 best = min(best, score) if best else score
-        single = [r for r in (0, 1) if len(elems[r]) == 1]
-        if single and len(keys) > 1:
-            # One element on one side (a single resource): either one row, or a row of one per element of the other
-            # side. The question decides as it would with more elements: a name stated next to every number ("5
-            # hours of Reactor; 2 hours of Reactor") or a table's column header is a column, so each entry is a
-            # row of its own; a name stated once before the numbers is a row.
-            from solvers.render.order import _mentions, _table_cells
-
-            s, e = single[0], elems[single[0]][0]
-            headers = {label.split(" | ", 1)[-1] for cells in _table_cells(question or "").values() for _, label in cells}
-            each = question is not None and (len(_mentions(question, e)) >= len(keys)
-                                             or any(_mentions(h, e) for h in headers))
-            r = 1 - s if each else s
-            best = (0.0, 0, r, tuple(sorted(elems[1 - r], key=lambda j: at[_cell(r)(elems[r][0], j)])) if not each
-                    else elems[1 - r])
         if best is None:
             return None
-        r, columns = best[2], best[3]
+        _, r, columns = best
         c = 1 - r
         cell = _cell(r)
         rows = sorted(elems[r], key=lambda i: sum(at[cell(i, j)] for j in columns))
