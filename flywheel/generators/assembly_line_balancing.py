@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, plural
+from flywheel.generators._text import drawn_names, join, listing, plural, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -38,11 +38,15 @@ def _witness_load(times: list[int], stations: int) -> int:
 @register
 class AssemblyLineBalancing(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        tasks = names(self.vocab[domain]["tasks"], 5 + difficulty, "Task")  # in a topological order
+        # Sizes around 6x2 / 7x3 / 8x3 tasks x stations by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``). The pool lists the tasks in process order, and the drawn tasks keep it: a topological order.
+        pool = self.vocab[domain]["tasks"]
+        drawn = drawn_names(rng, pool, spread(rng, 5 + difficulty, 2), "Task")
+        tasks = [t for t in pool if t in drawn] + [t for t in drawn if t not in pool]
         time = {t: int(rng.integers(10, 90)) for t in tasks}  # seconds
         after = {b: sorted({tasks[int(i)] for i in rng.integers(0, k, size=int(rng.integers(1, 3)))})
                  for k, b in enumerate(tasks) if k > 0 and rng.random() < 0.8}
-        stations = 2 + difficulty // 2
+        stations = spread(rng, 2 + difficulty // 2, 2)
         worst = _witness_load([time[t] for t in tasks], stations)
         return {"tasks": tasks, "time": time, "after": after, "stations": stations,
                 "max_cycle": (math.ceil(worst / 6) + int(rng.integers(0, 6))) / 10}

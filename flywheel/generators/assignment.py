@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType
 
@@ -20,9 +20,10 @@ from solvers.ir import Model, VarType
 class Assignment(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        n_tasks = 1 + 2 * difficulty
-        workers = names(vocab["workers"], n_tasks + 1, "Worker")
-        tasks = names(vocab["tasks"], n_tasks, "Task")
+        # Sizes around 4x3 / 6x5 / 8x7 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        n_tasks = spread(rng, 1 + 2 * difficulty, 2)
+        workers = drawn_names(rng, vocab["workers"], n_tasks + 1, "Worker")
+        tasks = drawn_names(rng, vocab["tasks"], n_tasks, "Task")
         cost = {w: {t: int(rng.integers(5, 60)) for t in tasks} for w in workers}
         hidden = rng.permutation(len(workers))[:n_tasks]  # task k -> worker hidden[k] stays qualified
         keep = {(workers[int(w)], t) for w, t in zip(hidden, tasks, strict=True)}

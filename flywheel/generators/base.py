@@ -225,7 +225,10 @@ class Family(ABC):
                 out_styles.discard("implied_integrality")
         distractors = list(getattr(base_q, "distractors", ()))
         if "distractors" in styles:
-            facts, extra = distractor_facts(sector, rng, numbers_in(text), k=2)
+            # Avoid the model's derived numbers too (a big-M, n - 1 in MTZ): the question never states them, but a
+            # distractor equal to one would pass a coverage check as data.
+            derived = {float(x) for p in self.build(data).params for x in p.numbers()}
+            facts, extra = distractor_facts(sector, rng, numbers_in(text) | derived, k=2)
             text = insert_before_last(text, facts)
             distractors += extra
         if "story" in styles:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -24,7 +24,9 @@ from solvers.ir import Model, VarType, number_text
 @register
 class BatteryArbitrage(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
+        # Sizes around 6 / 8 / 10 hours by difficulty (``spread``); the hours stay in order and there is nothing else
+        # to name.
+        hours = [f"H{t}" for t in range(1, 1 + spread(rng, 4 + 2 * difficulty, 3))]
         capacity = int(rng.integers(20, 60))
         reserve_pct = int(rng.integers(5, 30))
         opening = int(capacity * rng.uniform(reserve_pct / 100 + 0.05, 0.9))

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -34,7 +34,8 @@ def first_fit_decreasing(sizes: dict[str, int], capacity: int) -> int:
 class BinPacking(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        items = names(vocab["items"], 3 + 2 * difficulty, "Item")
+        # Sizes around 5 / 7 / 9 items by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        items = drawn_names(rng, vocab["items"], spread(rng, 3 + 2 * difficulty, 2), "Item")
         lo, hi = vocab["capacity"]
         capacity = int(rng.integers(lo, hi + 1))
         # 25-60% of a bin each: at least two bins are always needed, and several items share a bin.

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, money, names
+from flywheel.generators._text import drawn_names, listing, money, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -23,8 +23,10 @@ from solvers.ir import Model, number_text
 class Blending(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        raws = names(vocab["raws"], 2 + difficulty, "Material")
-        qualities = list(vocab["qualities"])[: 1 + difficulty // 2]
+        # Sizes around 3x1 / 4x2 / 5x2 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        raws = drawn_names(rng, vocab["raws"], spread(rng, 2 + difficulty, 2), "Material")
+        n_qual = min(spread(rng, 1 + difficulty // 2), len(vocab["qualities"]))
+        qualities = drawn_names(rng, list(vocab["qualities"]), n_qual, "Quality")
         cost = {r: int(rng.integers(20, 120)) for r in raws}
         content = {q: {r: int(rng.integers(vocab["qualities"][q][1], vocab["qualities"][q][2] + 1)) for r in raws}
                    for q in qualities}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, pick, register, replace_at
 from solvers.ir import Model, VarType
 
@@ -21,8 +21,11 @@ from solvers.ir import Model, VarType
 @register
 class CapitalBudgeting(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        projects = names(self.vocab[domain]["projects"], 4 + 2 * difficulty, "Project")
-        years = [f"Year{k}" for k in range(1, 2 + (difficulty + 1) // 2)]
+        # Sizes around 6x2 / 8x2 / 10x3 projects x years by difficulty, project names drawn from the domain's pool
+        # (``spread``, ``drawn_names``); years stay in order, at least two (a multi-year budget). Five distinct projects
+        # carry the logical rules.
+        projects = drawn_names(rng, self.vocab[domain]["projects"], spread(rng, 4 + 2 * difficulty, 5), "Project")
+        years = [f"Year{k}" for k in range(1, 1 + spread(rng, 1 + (difficulty + 1) // 2, 2))]
         cost = {p: {y: int(rng.integers(10, 90)) for y in years} for p in projects}
         npv = {p: int(sum(cost[p].values()) * rng.uniform(0.3, 1.6)) + 5 for p in projects}
         must, pre, post, ex1, ex2 = (projects[int(i)] for i in rng.permutation(len(projects))[:5])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, number_text
 
@@ -21,8 +21,10 @@ from solvers.ir import Model, number_text
 @register
 class CashFlowMatching(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        bonds = names(self.vocab[domain]["bonds"], 3 + difficulty, "Bond")
-        years = [f"Year{k}" for k in range(1, 3 + difficulty)]
+        # Sizes around 4x3 / 5x4 / 6x5 bonds x years by difficulty, bond names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the years stay in order.
+        bonds = drawn_names(rng, self.vocab[domain]["bonds"], spread(rng, 3 + difficulty, 2), "Bond")
+        years = [f"Year{k}" for k in range(1, 1 + spread(rng, 2 + difficulty, 2))]
         T = len(years)
         maturity = {b: int(rng.integers(1, T + 1)) for b in bonds}
         maturity[bonds[-1]] = T

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, table
+from flywheel.generators._text import join, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -23,8 +23,9 @@ from solvers.ir import Model, number_text
 class ConstrainedLeastSquares(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        buckets = v["buckets"][:2 + difficulty]
-        reps = [f"R{r}" for r in range(1, 3 + difficulty // 2)]
+        # Sizes around 3x2 / 4x3 / 5x3 by difficulty (``spread``); buckets and repetitions keep their natural order.
+        buckets = v["buckets"][:spread(rng, 2 + difficulty, 2)]
+        reps = [f"R{r}" for r in range(1, spread(rng, 2 + difficulty // 2, 2) + 1)]
         lo, span = int(rng.integers(5, 40)), int(rng.integers(60, 150))
         trend = np.linspace(0.15, 0.85, len(buckets)) * span + lo
         trend = trend if v["up"] else trend[::-1]

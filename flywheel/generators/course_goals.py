@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -32,7 +32,9 @@ _PENALISED = (("hours_under", "w_hours_under", "hours below the goal"),
 @register
 class CourseGoals(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(self.vocab[domain]["items"], 2 + 2 * difficulty, "Offering")
+        # Sizes around 4 / 6 / 8 offerings by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        items = drawn_names(rng, self.vocab[domain]["items"], spread(rng, 2 + 2 * difficulty, 2), "Offering")
         minutes = {c: 60 * int(rng.integers(1, 5)) for c in items}  # whole hours, stated in minutes
         cost = {c: int(rng.integers(2, 12)) for c in items}  # thousand dollars per section
         score = {c: int(rng.integers(3, 30)) for c in items}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -42,7 +42,10 @@ def _patterns(size: int, width: dict[str, int]) -> list[dict[str, int]]:
 class CuttingStock(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        orders = names(v["orders"], 1 + difficulty, "Order")
+        # Sizes around 2 / 3 / 4 orders by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        # Never above the difficulty's own size from four orders up (difficulty 3: 3-4 orders): a fifth order about
+        # doubles the maximal patterns the question lists (up to ~90, a 5,000-character question).
+        orders = drawn_names(rng, v["orders"], min(spread(rng, 1 + difficulty, 2), max(4, 1 + difficulty)), "Order")
         low, high = v["lengths"]
         length = low + 0.5 * int(rng.integers(0, int((high - low) * 2) + 1))
         size = round(length * 100)

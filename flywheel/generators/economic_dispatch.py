@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import minutes
-from flywheel.generators._text import names
+from flywheel.generators._text import drawn_names, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -24,7 +24,8 @@ from solvers.ir import Model, number_text
 @register
 class EconomicDispatch(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
+        # Sizes around 3 / 4 / 5 units by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        units = drawn_names(rng, self.vocab[domain]["units"], spread(rng, 2 + difficulty, 2), "Unit")
         pmax = {u: int(rng.integers(60, 300)) for u in units}
         pmin = {u: int(pmax[u] * rng.uniform(0.1, 0.4)) for u in units}
         ramp = {u: round(float(rng.uniform(0.5, 4)), 1) for u in units}

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, table
+from flywheel.generators._text import drawn_names, join, listing, spread, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, VarType, number_text
 
@@ -29,8 +29,11 @@ _BANDS = ("OffPeak", "Peak", "Shoulder")
 @register
 class ElectricityTariff(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        hours = [f"H{t}" for t in range(1, 5 + 2 * difficulty)]
-        jobs = self.vocab[domain]["jobs"][:1 + (difficulty + 1) // 2]
+        # Sizes around 6x2 / 8x2 / 10x3 hours x jobs by difficulty, job names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the hours stay in order.
+        hours = [f"H{t}" for t in range(1, 1 + spread(rng, 4 + 2 * difficulty, 3))]
+        pool = self.vocab[domain]["jobs"]
+        jobs = drawn_names(rng, pool, min(spread(rng, 1 + (difficulty + 1) // 2, 2), len(pool)), "Job")
         # Bands in the order of the day: off-peak first third, peak middle third, shoulder the rest.
         band = {h: _BANDS[min(2, 3 * k // len(hours))] for k, h in enumerate(hours)}
         base = {h: int(rng.integers(5, 40)) for h in hours}

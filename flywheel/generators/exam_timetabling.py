@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, VarType, number_text
 
@@ -27,8 +27,10 @@ _SLOTS = ["MonAM", "MonPM", "TueAM", "TuePM", "WedAM", "WedPM", "ThuAM", "ThuPM"
 @register
 class ExamTimetabling(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        exams = names(self.vocab[domain]["exams"], 5 + difficulty, "Item")
-        slots = _SLOTS[: 3 + difficulty // 2]
+        # Sizes around 6x3 / 7x4 / 8x4 by difficulty, exam names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the slots keep their weekly order and at least 3 (with 2, all exams often share one).
+        exams = drawn_names(rng, self.vocab[domain]["exams"], spread(rng, 5 + difficulty, 2), "Item")
+        slots = _SLOTS[: spread(rng, 3 + difficulty // 2, 3)]
         size = {e: int(rng.integers(3, 25)) * 5 for e in exams}
         hidden = {e: slots[int(rng.integers(len(slots)))] for e in exams}
         pairs = [(e, f) for i, e in enumerate(exams) for f in exams[i + 1:] if hidden[e] != hidden[f]]

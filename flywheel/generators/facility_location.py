@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, money, names
+from flywheel.generators._text import drawn_names, listing, money, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType
 
@@ -19,8 +19,10 @@ from solvers.ir import Model, VarType
 class FacilityLocation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        facilities = names(vocab["facilities"], 2 + difficulty, "Facility")
-        customers = names(vocab["customers"], 2 + 3 * difficulty, "Customer")
+        # Sizes around 3x5 / 4x8 / 5x11 facilities x customers by difficulty, names drawn from the domain's
+        # pool (``spread``, ``drawn_names``).
+        facilities = drawn_names(rng, vocab["facilities"], spread(rng, 2 + difficulty, 2), "Facility")
+        customers = drawn_names(rng, vocab["customers"], spread(rng, 2 + 3 * difficulty, 2), "Customer")
         demand = {c: int(rng.integers(5, 40)) for c in customers}
         total = sum(demand.values())
         # Each facility holds 35-70% of total demand: one is never enough, all together always are.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -25,8 +25,10 @@ from solvers.ir import Model, VarType, number_text
 class FairWorkload(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        tasks = names(v["tasks"], 4 + 2 * difficulty, "Task")
-        staff = names(v["staff"], 2 + (difficulty + 1) // 2, "Staff")
+        # Sizes around 6x3 / 8x3 / 10x4 tasks x staff by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        tasks = drawn_names(rng, v["tasks"], spread(rng, 4 + 2 * difficulty, 2), "Task")
+        staff = drawn_names(rng, v["staff"], spread(rng, 2 + (difficulty + 1) // 2, 2), "Staff")
         hours = {t: int(rng.integers(4, 40)) for t in tasks}
         planted = {t: pick(rng, staff) for t in tasks}
         qualified = {t: [s for s in staff if s == planted[t] or rng.random() < 0.5] for t in tasks}

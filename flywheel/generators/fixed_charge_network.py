@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -23,8 +23,9 @@ from solvers.ir import Model, VarType, number_text
 class FixedChargeNetwork(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        depots = names(v["depots"], 1 + (difficulty + 1) // 2 + 1, "Depot")
-        customers = names(v["customers"], 2 + difficulty, "Customer")
+        # Sizes around 3x3 / 3x4 / 4x5 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        depots = drawn_names(rng, v["depots"], spread(rng, 1 + (difficulty + 1) // 2 + 1, 2), "Depot")
+        customers = drawn_names(rng, v["customers"], spread(rng, 2 + difficulty, 2), "Customer")
         demand = {c: int(rng.integers(2, 30)) * 12 for c in customers}
         total = sum(demand.values())
         share = rng.dirichlet(np.ones(len(depots)))

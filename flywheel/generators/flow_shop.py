@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import names, table
+from flywheel.generators._text import drawn_names, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -38,8 +38,10 @@ def _makespan(order: list[str], machines: list[str], time: dict[str, dict[str, i
 class FlowShop(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        jobs = names(v["jobs"], 2 + difficulty, "Job")
-        machines = v["machines"][: (2, 2, 3, 3, 3)[difficulty - 1]]
+        # Sizes around 3x2 / 4x2 / 5x3 jobs x machines by difficulty, job names drawn from the domain's pool
+        # (``spread``, ``drawn_names``); the machines keep the pool's route order (its first n).
+        jobs = drawn_names(rng, v["jobs"], spread(rng, 2 + difficulty, 2), "Job")
+        machines = v["machines"][: spread(rng, (2, 2, 3, 3, 3)[difficulty - 1], 2)]
         time = {j: {m: int(rng.integers(3, 31)) for m in machines} for j in jobs}
         return {"jobs": jobs, "machines": machines, "time": time,
                 "deadline": math.ceil(_makespan(jobs, machines, time) / 15) / 4}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -29,13 +29,14 @@ def _pair(a: str, b: str) -> str:
 @register
 class FrequencyAssignment(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        sites = names(self.vocab[domain]["sites"], 3 + 2 * difficulty, "Site")
+        # Sizes around 5 / 7 / 9 sites by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        sites = drawn_names(rng, self.vocab[domain]["sites"], spread(rng, 3 + 2 * difficulty, 2), "Site")
         width = int(pick(rng, [5, 10, 20]))  # MHz between neighbouring channels
         pairs = [(a, b) for a, b in combinations(sites, 2) if rng.random() < 0.4] or [(sites[0], sites[1])]
         sep = {_pair(a, b): width * int(rng.integers(1, 4)) for a, b in pairs}
-        spread = max(sep.values()) // width
+        span = max(sep.values()) // width
         return {"sites": sites, "width": width, "separation": sep,
-                "top_channel": 1 + (len(sites) - 1) * spread + int(rng.integers(0, 5))}
+                "top_channel": 1 + (len(sites) - 1) * span + int(rng.integers(0, 5))}
 
     def make_infeasible(self, data: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         key = pick(rng, sorted(data["separation"]))

@@ -14,20 +14,21 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
-from flywheel.generators.base import Family, register
+from flywheel.generators._text import drawn_names, listing, spread
+from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, number_text
 
 
 @register
 class GoalProgramming(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        products = names(self.vocab[domain]["products"], 1 + 2 * difficulty, "Product")
+        # Sizes around 3 / 5 / 7 products by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        products = drawn_names(rng, self.vocab[domain]["products"], spread(rng, 1 + 2 * difficulty, 2), "Product")
         profit = {p: int(rng.integers(4, 40)) for p in products}
         labour = {p: int(rng.choice([10, 15, 20, 30, 40, 45, 60, 90])) for p in products}  # minutes per unit
         material = {p: int(rng.integers(1, 9)) for p in products}
         avail = int(sum(material.values()) * rng.integers(8, 20))
-        first = products[0]
+        first = pick(rng, products)  # the contracted product: any of them, not always the first listed
         minimum = int(max(1, avail // material[first] * rng.uniform(0.1, 0.4)))
         return {"products": products, "profit": profit, "labour": labour, "material": material,
                 "available": avail, "profit_goal": int(avail * rng.uniform(3, 8)),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing, names, plural
+from flywheel.generators._text import drawn_names, listing, plural, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -29,8 +29,10 @@ from solvers.ir import Model, VarType, number_text
 class HubLocation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        origins = names(v["origins"], 4 + 2 * difficulty, "Origin")
-        hubs = names(v["hubs"], 2 + difficulty // 3, "Hub")
+        # Sizes around 6x2 / 8x2 / 10x2 origins x hubs by difficulty, names drawn from the domain's pool
+        # (``spread``, ``drawn_names``).
+        origins = drawn_names(rng, v["origins"], spread(rng, 4 + 2 * difficulty, 3), "Origin")
+        hubs = drawn_names(rng, v["hubs"], spread(rng, 2 + difficulty // 3, 2), "Hub")
         volume = {o: int(rng.integers(2, 20)) * 10 for o in origins}
         total, top = sum(volume.values()), max(volume.values())
         capacity = {h: math.ceil(total / len(hubs) * rng.uniform(0.8, 1.4)) + top for h in hubs}

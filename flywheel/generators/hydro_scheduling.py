@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -26,7 +26,9 @@ from solvers.ir import Model, number_text
 @register
 class HydroScheduling(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 4 + 2 * difficulty)]
+        # Sizes around 5 / 7 / 9 periods by difficulty (``spread``); the periods stay in order and there is nothing
+        # else to name.
+        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 1 + spread(rng, 3 + 2 * difficulty, 2))]
         capacity = int(rng.integers(20, 60)) * 10
         opening = int(capacity * rng.uniform(0.4, 0.8))
         fill = 100 * opening / capacity

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model
 
@@ -21,8 +21,11 @@ from solvers.ir import Model
 class IndexTracking(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        assets = names(v["assets"], 4 + difficulty, "Asset")
-        periods = [f"{v['period']}{k}" for k in range(1, 5 + 2 * difficulty)]
+        # Sizes around 5x6 / 6x8 / 7x10 by difficulty, asset names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the periods keep their order. At least 4 assets: the caps (30-60%) must reach 100%; always
+        # more periods than assets (around difficulty more), so that no mix of the assets tracks the index exactly.
+        assets = drawn_names(rng, v["assets"], spread(rng, 4 + difficulty, 4), "Asset")
+        periods = [f"{v['period']}{k}" for k in range(1, len(assets) + spread(rng, difficulty) + 1)]
         ret = {a: {t: round(float(rng.normal(0.5, 3.0)), 1) for t in periods} for a in assets}
         # The index is a hidden mix of the assets plus noise: trackable, never exactly.
         mix = rng.dirichlet(np.ones(len(assets)))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing, spread, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, number_text
 
@@ -24,7 +24,9 @@ from solvers.ir import Model, number_text
 @register
 class InventoryBacklog(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        periods = self.vocab[domain]["periods"][:2 + 2 * difficulty]
+        # Sizes around 4 / 6 / 8 periods by difficulty (``spread``); the periods stay in order (the pool's first n) and
+        # there is nothing else to name.
+        periods = self.vocab[domain]["periods"][:spread(rng, 2 + 2 * difficulty, 3)]
         demand = {t: int(rng.integers(20, 120)) for t in periods}
         avg = sum(demand.values()) / len(periods)
         capacity = {t: int(avg * rng.uniform(0.8, 1.4)) + 5 for t in periods}

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -33,8 +33,10 @@ def _capped_path(data: dict[str, Any]) -> float:
 class IrrigationAllocation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        fields = names(v["fields"], 2 + difficulty, "Field")
-        periods = [f"{v['period']}{k}" for k in range(1, 4 + difficulty)]
+        # Sizes around 3x4 / 4x5 / 5x6 fields x periods by difficulty, field names drawn from the domain's pool
+        # (``spread``, ``drawn_names``); the periods stay in order.
+        fields = drawn_names(rng, v["fields"], spread(rng, 2 + difficulty, 2), "Field")
+        periods = [f"{v['period']}{k}" for k in range(1, 1 + spread(rng, 3 + difficulty, 2))]
         capacity = 100 * int(rng.integers(20, 80))
         data = {"fields": fields, "periods": periods, "capacity": capacity,
                 "initial": int(capacity * rng.uniform(0.3, 0.9)), "evap_pct": int(rng.integers(1, 9)),

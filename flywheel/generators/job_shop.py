@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -25,8 +25,9 @@ from solvers.ir import Model, VarType, number_text
 class JobShop(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        jobs = names(v["jobs"], 2 + (difficulty + 1) // 2, "Job")
-        machines = names(v["machines"], 2 + difficulty // 2, "Machine")
+        # Sizes around 3x2 / 3x3 / 4x3 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        jobs = drawn_names(rng, v["jobs"], spread(rng, 2 + (difficulty + 1) // 2, 2), "Job")
+        machines = drawn_names(rng, v["machines"], spread(rng, 2 + difficulty // 2, 2), "Machine")
         route = {j: [machines[int(i)] for i in rng.permutation(len(machines))] for j in jobs}
         time = {j: {m: int(rng.integers(5, 40)) for m in machines} for j in jobs}  # minutes
         return {"jobs": jobs, "machines": machines, "route": route, "time": time,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -24,10 +24,12 @@ from solvers.ir import Model, number_text
 class LadForecast(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        feats = v["features"][:1 + (difficulty - 1) // 2]
-        features = [f for f, _ in feats]
-        obs = [f"{v['obs']}{t}" for t in range(1, 7 + 2 * difficulty)]
-        sign = {f: s for f, s in feats}
+        # Sizes around 8x1 / 10x1 / 12x2 observations x features by difficulty, features drawn from the domain's pool
+        # (``spread``, ``drawn_names``); the observations stay in order.
+        known = {f: s for f, s in v["features"]}
+        features = drawn_names(rng, list(known), min(spread(rng, 1 + (difficulty - 1) // 2), len(known)), "Feature")
+        obs = [f"{v['obs']}{t}" for t in range(1, 1 + spread(rng, 6 + 2 * difficulty, 3))]
+        sign = {f: known[f] for f in features}
         cap = {f: int(rng.integers(3, 12)) for f in features}
         x = {t: {f: int(rng.integers(1, 20)) for f in features} for t in obs}
         true_a = int(rng.integers(20, 80))

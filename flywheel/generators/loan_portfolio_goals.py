@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -25,7 +25,9 @@ from solvers.ir import Model, number_text
 @register
 class LoanPortfolioGoals(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        loans = names(self.vocab[domain]["loans"], 3 + difficulty, "Loan")
+        # Sizes around 4 / 5 / 6 loan types by difficulty (at least four: the caps must exceed the fund), names drawn
+        # from the domain's pool (``spread``, ``drawn_names``).
+        loans = drawn_names(rng, self.vocab[domain]["loans"], spread(rng, 3 + difficulty, 4), "Loan")
         fund = int(rng.integers(10, 60)) * 100  # thousand dollars
         rate = {k: round(float(rng.integers(30, 130)) / 10, 1) for k in loans}  # percent per year
         risk = {k: int(rng.integers(1, 10)) for k in loans}

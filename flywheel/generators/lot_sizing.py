@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, money, names, table
+from flywheel.generators._text import drawn_names, listing, money, names, spread, table
 from flywheel.generators.base import Family, register, replace_at
 from solvers.ir import Model, VarType
 
@@ -24,8 +24,11 @@ from solvers.ir import Model, VarType
 class LotSizing(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        products = names(vocab["products"], 1 + difficulty // 2, "Product")
-        periods = names(vocab["periods"], 2 + 2 * difficulty, "Period")
+        # Sizes around 1x4 / 2x6 / 2x8 by difficulty, product names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the periods keep their calendar order.
+        products = drawn_names(rng, vocab["products"], min(spread(rng, 1 + difficulty // 2), len(vocab["products"])),
+                               "Product")
+        periods = names(vocab["periods"], spread(rng, 2 + 2 * difficulty, 2), "Period")
         demand = {p: {t: int(rng.integers(0, 60)) for t in periods} for p in products}
         setup_cost = {p: int(rng.integers(10, 50)) * 10 for p in products}
         holding_cost = {p: int(rng.integers(1, 6)) for p in products}

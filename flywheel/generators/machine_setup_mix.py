@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType
 
@@ -27,8 +27,10 @@ from solvers.ir import Model, VarType
 class MachineSetupMix(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        products = names(v["products"], 2 + difficulty, "Product")
-        machines = names(v["machines"], 2 + difficulty // 2, "Machine")
+        # Sizes around 3x2 / 4x3 / 5x3 products x machines by difficulty, names drawn from the domain's pool
+        # (``spread``, ``drawn_names``).
+        products = drawn_names(rng, v["products"], spread(rng, 2 + difficulty, 2), "Product")
+        machines = drawn_names(rng, v["machines"], spread(rng, 2 + difficulty // 2, 2), "Machine")
         minutes = {p: {m: int(rng.integers(1, 13)) for m in machines} for p in products}
         hours = {m: int(rng.integers(6, 20)) * 10 for m in machines}
         market = {p: int(rng.integers(30, 120)) * 10 for p in products}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import names, table
+from flywheel.generators._text import drawn_names, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -23,7 +23,9 @@ from solvers.ir import Model, number_text
 class MaxFlow(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        middle = names(vocab["middle"], 2 + 2 * difficulty, "Node")
+        # Sizes around 4 / 6 / 8 middle nodes by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        middle = drawn_names(rng, vocab["middle"], spread(rng, 2 + 2 * difficulty, 2), "Node")
         source, sink = vocab["source"], vocab["sink"]
         order = [middle[int(i)] for i in rng.permutation(len(middle))]
         chain = [source, *order[: max(2, len(order) // 3)], sink]

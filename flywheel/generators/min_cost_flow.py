@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names, plural, table
+from flywheel.generators._text import drawn_names, join, listing, plural, spread, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, number_text
 
@@ -22,9 +22,11 @@ from solvers.ir import Model, number_text
 class MinCostFlow(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        sources = names(vocab["sources"], 1 + (difficulty + 1) // 2, "Source")
-        hubs = names(vocab["hubs"], 1 + difficulty, "Hub")
-        sinks = names(vocab["sinks"], 1 + difficulty, "Sink")
+        # Sizes around 2x2x2 / 2x3x3 / 3x4x4 by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        sources = drawn_names(rng, vocab["sources"], spread(rng, 1 + (difficulty + 1) // 2), "Source")
+        hubs = drawn_names(rng, vocab["hubs"], spread(rng, 1 + difficulty), "Hub")
+        sinks = drawn_names(rng, vocab["sinks"], spread(rng, 1 + difficulty, 2), "Sink")
         demand = {k: int(rng.integers(10, 60)) for k in sinks}
         flow: dict[tuple[str, str], int] = {}
         used = dict.fromkeys(sources, 0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -21,8 +21,11 @@ from solvers.ir import Model, VarType, number_text
 class MultiKnapsack(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        items = names(vocab["items"], 2 + 4 * difficulty, "Item")
-        dims = list(vocab["dims"])[: 1 + (difficulty + 1) // 2]
+        # Sizes around 6x2 / 10x2 / 14x3 items x dimensions by difficulty, names drawn from the domain's pool
+        # (``spread``, ``drawn_names``).
+        items = drawn_names(rng, vocab["items"], spread(rng, 2 + 4 * difficulty, 2), "Item")
+        dims = drawn_names(rng, list(vocab["dims"]), min(spread(rng, 1 + (difficulty + 1) // 2), len(vocab["dims"])),
+                           "Dim")
         value = {i: int(rng.integers(10, 100)) for i in items}
         weight = {d: {i: int(rng.integers(1, 50)) for i in items} for d in dims}
         # Capacity is 30-60% of the total, so roughly half the items fit: a real choice in every dimension.

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import names
+from flywheel.generators._text import drawn_names, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -26,10 +26,12 @@ from solvers.ir import Model, VarType, number_text
 @register
 class NetworkCapacityDesign(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        nodes = names(self.vocab[domain]["nodes"], 3 + difficulty, "Node")
+        # Sizes around 4x2 / 5x3 / 6x3 nodes x demands by difficulty (at least four nodes: a ring plus distinct
+        # chords), node names drawn from the domain's pool (``spread``, ``drawn_names``); demands are numbered.
+        nodes = drawn_names(rng, self.vocab[domain]["nodes"], spread(rng, 3 + difficulty, 4), "Node")
         links = [f"{a}__{b}" for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
         links += [f"{nodes[i]}__{nodes[i + 2]}" for i in range(len(nodes) - 2) if rng.random() < 0.5]
-        demands = [f"D{k}" for k in range(1, 3 + difficulty // 2)]
+        demands = [f"D{k}" for k in range(1, 1 + spread(rng, 2 + difficulty // 2, 2))]
         ends = {d: [nodes[int(i)] for i in rng.permutation(len(nodes))[:2]] for d in demands}
         amount = {d: 100 * int(rng.integers(3, 30)) for d in demands}
         capacity = int(pick(rng, [1, 2, 5]))

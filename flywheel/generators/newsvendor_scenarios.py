@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -26,8 +26,10 @@ _SCENARIOS = ["Weak", "Normal", "Strong", "Record", "Washout"]
 @register
 class NewsvendorScenarios(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(self.vocab[domain]["items"], difficulty, "Item")
-        scenarios = _SCENARIOS[:2 + (difficulty + 1) // 2]
+        # Sizes around 1x3 / 2x3 / 3x4 by difficulty, item names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the scenarios keep their order (weak to strong).
+        items = drawn_names(rng, self.vocab[domain]["items"], spread(rng, difficulty), "Item")
+        scenarios = _SCENARIOS[:spread(rng, 2 + (difficulty + 1) // 2, 2)]
         # Probabilities in tens of percent, each at least 10%: a multinomial split of the remaining tens.
         tens = rng.multinomial(10 - len(scenarios), [1 / len(scenarios)] * len(scenarios)) + 1
         cost = {i: int(rng.integers(8, 40)) for i in items}

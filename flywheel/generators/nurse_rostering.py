@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, VarType
 
@@ -25,8 +25,10 @@ from solvers.ir import Model, VarType
 class NurseRostering(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        staff, shifts = names(v["staff"], 3 + difficulty, "Person"), v["shifts"]
-        days = [f"Day{k}" for k in range(1, 4 + difficulty)]
+        # Sizes around 4x4 / 5x5 / 6x6 staff x days by difficulty, staff names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the days stay in order and the shifts of a day are the pool's (the last one the night).
+        staff, shifts = drawn_names(rng, v["staff"], spread(rng, 3 + difficulty, 2), "Person"), v["shifts"]
+        days = [f"Day{k}" for k in range(1, 1 + spread(rng, 3 + difficulty, 3))]
         off = sorted([p, days[int(rng.integers(len(days)))]] for p in staff if rng.random() < 0.6)
         roster: dict[str, dict[str, str | None]] = {p: {} for p in staff}
         for p in staff:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -27,12 +27,16 @@ from solvers.ir import Model, VarType, number_text
 class OperatingRoom(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        jobs = names(v["jobs"], 3 + difficulty + difficulty // 2, "Job")
-        rooms = names(v["rooms"], 2 + difficulty // 4, "Room")
-        days = [f"Day{k}" for k in range(1, 3 + difficulty // 2)]
+        # Sizes around 4x2x2 / 6x2x3 / 7x2x3 jobs x rooms x days by difficulty, job and room names drawn from the
+        # domain's pool (``spread``, ``drawn_names``); the days stay in order. At least two rooms (the story's
+        # rooms are plural) and the jobs the follow-up pairs below take.
+        n_pairs = 1 + difficulty // 2
+        jobs = drawn_names(rng, v["jobs"], spread(rng, 3 + difficulty + difficulty // 2, 2 * n_pairs), "Job")
+        rooms = drawn_names(rng, v["rooms"], min(spread(rng, 2 + difficulty // 4, 2), len(v["rooms"])), "Room")
+        days = [f"Day{k}" for k in range(1, 1 + spread(rng, 2 + difficulty // 2, 2))]
         minutes = {j: 15 * int(rng.integers(3, 17)) for j in jobs}
         order = [jobs[int(i)] for i in rng.permutation(len(jobs))]
-        pairs = [order[2 * k: 2 * k + 2] for k in range(1 + difficulty // 2)]
+        pairs = [order[2 * k: 2 * k + 2] for k in range(n_pairs)]
         day = {j: pick(rng, days) for j in jobs}
         for a, b in pairs:  # the planted schedule keeps each follow-up pair apart
             day[b] = day[b] if day[b] != day[a] else days[(days.index(day[a]) + 1) % len(days)]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators import _routing as rt
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -29,7 +29,9 @@ _QUARTER = 15  # the budget is a whole number of quarter hours (minutes)
 class Orienteering(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        sites = names(v["sites"], 2 + difficulty, "Site")
+        # Sizes around 3 / 4 / 5 sites by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``);
+        # the base stays first.
+        sites = drawn_names(rng, v["sites"], spread(rng, 2 + difficulty, 2), "Site")
         places = [v["base"], *sites]
         travel = {a: {c: d + 5 for c, d in row.items()} for a, row in rt.euclidean(rng, places).items()}
         visit = {s: int(rng.integers(3, 10)) * 5 for s in sites}

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import minutes
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -26,7 +26,9 @@ _TIERS = ("regular", "overtime", "weekend")
 @register
 class OvertimeProductMix(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        products = names(self.vocab[domain]["products"], 2 + difficulty, "Product")
+        # Sizes around 3 / 4 / 5 products by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        products = drawn_names(rng, self.vocab[domain]["products"], spread(rng, 2 + difficulty, 2), "Product")
         labour = {p: int(rng.choice([6, 10, 12, 15, 20, 30, 45])) for p in products}  # minutes per unit
         wage0 = int(rng.integers(15, 26))
         wage = {"regular": wage0, "overtime": wage0 + int(rng.integers(5, 12)),

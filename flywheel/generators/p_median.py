@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType
 
@@ -23,8 +23,10 @@ from solvers.ir import Model, VarType
 class PMedian(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        sites = names(v["sites"], 3 + difficulty, "Site")
-        points = names(v["points"], 4 + 2 * difficulty, "Point")
+        # Sizes around 4x6 / 5x8 / 6x10 sites x points by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        sites = drawn_names(rng, v["sites"], spread(rng, 3 + difficulty, 3), "Site")
+        points = drawn_names(rng, v["points"], spread(rng, 4 + 2 * difficulty, 2), "Point")
         xy_s = rng.uniform(0, 30, size=(len(sites), 2))
         xy_p = rng.uniform(0, 30, size=(len(points), 2))
         dist = {i: {j: max(1, int(np.abs(xy_p[a] - xy_s[b]).sum())) for b, j in enumerate(sites)}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -21,8 +21,9 @@ from solvers.ir import Model, VarType, number_text
 class ParallelMachine(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        jobs = names(vocab["jobs"], 2 + 2 * difficulty, "Job")
-        machines = names(vocab["machines"], 1 + (difficulty + 1) // 2, "Machine")
+        # Sizes around 4x2 / 6x2 / 8x3 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        jobs = drawn_names(rng, vocab["jobs"], spread(rng, 2 + 2 * difficulty, 2), "Job")
+        machines = drawn_names(rng, vocab["machines"], spread(rng, 1 + (difficulty + 1) // 2, 2), "Machine")
         size = {j: int(rng.integers(10, 60)) for j in jobs}
         slowness = {m: float(rng.uniform(0.8, 1.5)) for m in machines}
         time = {j: {m: max(1, int(round(size[j] * slowness[m] * rng.uniform(0.7, 1.3)))) for m in machines}

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import names
+from flywheel.generators._text import drawn_names, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -30,8 +30,11 @@ def _sizes(data: dict[str, Any], s: str) -> list[int]:
 @register
 class PiecewiseProcurement(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        suppliers = names(self.vocab[domain]["suppliers"], 1 + (difficulty + 1) // 2, "Supplier")
-        tiers = 2 + difficulty // 2
+        # Sizes around 2x2 / 2x3 / 3x3 suppliers x price tiers by difficulty, supplier names drawn from the domain's
+        # pool (``spread``, ``drawn_names``); the tiers stay in order.
+        pool = self.vocab[domain]["suppliers"]
+        suppliers = drawn_names(rng, pool, spread(rng, 1 + (difficulty + 1) // 2), "Supplier")
+        tiers = spread(rng, 2 + difficulty // 2, 2)
         breaks, prices = {}, {}
         for s in suppliers:
             widths = [int(w) for w in rng.integers(20, 80, size=tiers)]

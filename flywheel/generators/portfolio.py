@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -21,7 +21,8 @@ from solvers.ir import Model, number_text
 @register
 class Portfolio(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        assets = names(self.vocab[domain]["assets"], 2 + 2 * difficulty, "Asset")
+        # Sizes around 4 / 6 / 8 assets by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        assets = drawn_names(rng, self.vocab[domain]["assets"], spread(rng, 2 + 2 * difficulty, 3), "Asset")
         k = len(assets)
         loadings = rng.integers(-3, 6, size=(k, 2))
         cov = loadings @ loadings.T + np.diag(rng.integers(4, 30, size=k))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing, spread, table
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, number_text
 
@@ -24,7 +24,8 @@ from solvers.ir import Model, number_text
 @register
 class ProductionSmoothing(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, 5 + 2 * difficulty)]
+        # Around 6 / 8 / 10 periods by difficulty (``spread``); the periods keep their order.
+        periods = [f"{self.vocab[domain]['period']}{t}" for t in range(1, spread(rng, 4 + 2 * difficulty, 2) + 1)]
         demand = {t: int(rng.integers(40, 200)) for t in periods}
         return {"periods": periods, "demand": demand,
                 "capacity": max(demand.values()) + int(rng.integers(0, 60)),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import join, names
+from flywheel.generators._text import drawn_names, join, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -31,7 +31,9 @@ def _longest(acts: list[str], pred: dict[str, list[str]], dur: dict[str, int]) -
 @register
 class ProjectCrashing(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        acts = names(self.vocab[domain]["acts"], 4 + 2 * difficulty, "Task")
+        # Sizes around 6 / 8 / 10 activities by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        acts = drawn_names(rng, self.vocab[domain]["acts"], spread(rng, 4 + 2 * difficulty, 3), "Task")
         normal = {a: int(rng.integers(3, 16)) for a in acts}
         crash = {a: max(1, normal[a] - int(rng.integers(0, normal[a] // 2 + 1))) for a in acts}
         pred = {a: sorted({acts[int(rng.integers(k))] for _ in range(int(rng.integers(1, 3)))}) if k else []

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -29,8 +29,10 @@ from solvers.ir import Model, VarType, number_text
 @register
 class QuantityDiscount(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        items = names(self.vocab[domain]["items"], 1 + difficulty, "Item")
-        tiers = 2 + difficulty // 2
+        # Sizes around 2x2 / 3x3 / 4x3 items x tiers by difficulty, item names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the tiers stay in order.
+        items = drawn_names(rng, self.vocab[domain]["items"], spread(rng, 1 + difficulty, 2), "Item")
+        tiers = spread(rng, 2 + difficulty // 2, 2)
         demand = {i: int(rng.integers(20, 200)) * 10 for i in items}
         volume = {i: int(rng.integers(1, 10)) for i in items}  # litres of storage per unit
         start, price = {}, {}

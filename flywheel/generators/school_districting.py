@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -25,8 +25,10 @@ from solvers.ir import Model, VarType, number_text
 class SchoolDistricting(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        areas = names(v["areas"], 4 + 3 * difficulty, "Area")
-        sites = names(v["sites"], 2 + (difficulty + 1) // 2, "Site")
+        # Sizes around 7x3 / 10x3 / 13x4 by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the areas spread twice (+-2), since +-1 around steps of 3 would not overlap.
+        areas = drawn_names(rng, v["areas"], spread(rng, spread(rng, 4 + 3 * difficulty)), "Area")
+        sites = drawn_names(rng, v["sites"], spread(rng, 2 + (difficulty + 1) // 2, 2), "Site")
         students = {a: 10 * int(rng.integers(4, 40)) for a in areas}
         distance = {a: {s: round(float(rng.uniform(0.5, 12)), 1) for s in sites} for a in areas}
         planted = [sites[int(i)] for i in rng.permutation(len(sites))] + [pick(rng, sites) for _ in areas]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators import _routing as rt
-from flywheel.generators._text import money, names
+from flywheel.generators._text import drawn_names, money, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model
 
@@ -31,7 +31,8 @@ _MINUTES_PER_HOUR = 60
 class SequenceSetup(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        jobs = names(v["jobs"], 3 + difficulty, "Job")
+        # Sizes around 4 / 5 / 6 jobs by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        jobs = drawn_names(rng, v["jobs"], spread(rng, 3 + difficulty, 3), "Job")
         states = [v["clean"], *jobs]
         change = {a: {c: int(rng.integers(4, 40)) * 5 for c in states if c != a} for a in states}  # minutes
         order = [jobs[int(i)] for i in rng.permutation(len(jobs))]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, money, names
+from flywheel.generators._text import drawn_names, join, listing, money, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType
 
@@ -20,8 +20,10 @@ from solvers.ir import Model, VarType
 class SetCover(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        cands = names(vocab["candidates"], 5 + 2 * difficulty, "Candidate")
-        elems = names(vocab["elements"], 6 + 3 * difficulty, "Element")
+        # Sizes around 7x9 / 9x12 / 11x15 candidates x elements by difficulty, names drawn from the domain's pool
+        # (``spread``, ``drawn_names``).
+        cands = drawn_names(rng, vocab["candidates"], spread(rng, 5 + 2 * difficulty, 3), "Candidate")
+        elems = drawn_names(rng, vocab["elements"], spread(rng, 6 + 3 * difficulty, 2), "Element")
         covers = {e: {c: int(rng.random() < 0.3) for c in cands} for e in elems}
         for e in elems:  # at least three covering candidates per element
             while sum(covers[e].values()) < 3:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import join, listing, names
+from flywheel.generators._text import drawn_names, join, listing, spread
 from flywheel.generators.base import Family, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -28,8 +28,11 @@ from solvers.ir import Model, VarType, number_text
 class ShelfSpace(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         pools = self.vocab[domain]["categories"]
-        categories = list(pools)[:2 + (difficulty >= 3) + (difficulty >= 5)]
-        members = {c: names(pools[c], 1 + (difficulty + 1) // 2, c) for c in categories}
+        # Sizes around 2x2 / 2x2 / 3x3 (categories x products of each) by difficulty, each category's own count,
+        # names drawn from the domain's pool (``spread``, ``drawn_names``).
+        n_cat = min(spread(rng, 2 + (difficulty >= 3) + (difficulty >= 5), 2), len(pools))
+        categories = drawn_names(rng, list(pools), n_cat, "Category")
+        members = {c: drawn_names(rng, pools[c], spread(rng, 1 + (difficulty + 1) // 2), c) for c in categories}
         products = [p for c in categories for p in members[c]]
         width = {p: int(rng.integers(8, 40)) for p in products}  # cm per facing
         low = {p: int(rng.integers(1, 3)) for p in products}

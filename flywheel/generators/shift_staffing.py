@@ -1,8 +1,9 @@
 """Shift staffing (IP): how many staff start each shift type at each period of a cyclic day so every period is
 covered, at least cost and within a headcount cap.
 
-Shifts wrap around midnight. Difficulty refines the periods (4 h, 2 h, 1 h) and adds shift types. The headcount cap
-is at least what tiling the day with full shifts would need, so the instance is feasible. Infeasible variant: the
+Shifts wrap around midnight. Difficulty refines the periods (4 h, 2 h, 1 h) and adds shift types (drawn from Full,
+Half and Long). The headcount cap is at least what tiling the day with shifts of one type would need, so the
+instance is feasible. Infeasible variant: the
 cap falls below the busiest period's demand, and every person works one shift.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import money, table
+from flywheel.generators._text import drawn_names, money, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -26,14 +27,18 @@ class ShiftStaffing(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         period_hours, n_types = _LEVELS[difficulty]
         periods = [f"h{h:02d}" for h in range(0, 24, period_hours)]
-        shifts = [name for name, _ in _SHIFTS[:n_types]]
-        length = {name: hours for name, hours in _SHIFTS[:n_types]}
+        # Shift types around 1 / 2 / 2 by difficulty, drawn from the three (``spread``, ``drawn_names``); the periods
+        # tile the day in order, their length set by the difficulty.
+        hours_of = dict(_SHIFTS)
+        shifts = drawn_names(rng, list(hours_of), min(spread(rng, n_types), len(_SHIFTS)), "Shift")
+        length = {name: hours_of[name] for name in shifts}
         # Busy in the day, quiet at night: a smooth profile plus noise.
         demand = {p: int(max(1, round(8 + 6 * np.sin((h - 8) * np.pi / 12) + rng.integers(-2, 3))))
                   for p, h in zip(periods, range(0, 24, period_hours), strict=True)}
         cost = {name: int(length[name] * rng.integers(18, 30) + rng.integers(0, 20)) for name in shifts}
-        # Witness: Full shifts starting every 8 h, each staffed for the busiest period it covers.
-        per = 8 // period_hours
+        # Witness: shifts of the first drawn type back to back (every length divides 24 h), each staffed for the
+        # busiest period it covers.
+        per = length[shifts[0]] // period_hours
         witness = sum(max(demand[periods[(k + j) % len(periods)]] for j in range(per))
                       for k in range(0, len(periods), per))
         return {"periods": periods, "period_hours": period_hours, "shifts": shifts, "length": length,

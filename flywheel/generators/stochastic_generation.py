@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, register
 from solvers.ir import Model, VarType, number_text
 
@@ -25,8 +25,11 @@ from solvers.ir import Model, VarType, number_text
 @register
 class StochasticGeneration(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(self.vocab[domain]["units"], 2 + difficulty, "Unit")
-        scenarios = self.vocab[domain]["scen"][:1 + (difficulty + 2) // 2]
+        # Sizes around 3x2 / 4x3 / 5x3 units x scenarios by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        units = drawn_names(rng, self.vocab[domain]["units"], spread(rng, 2 + difficulty, 2), "Unit")
+        pool = self.vocab[domain]["scen"]
+        scenarios = drawn_names(rng, pool, min(spread(rng, 1 + (difficulty + 2) // 2, 2), len(pool)), "Scenario")
         cap = {u: int(rng.integers(20, 90)) for u in units}
         total = sum(cap.values())
         marginal = {u: int(rng.integers(10, 60)) for u in units}

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flywheel.generators._phrasing import thousands
-from flywheel.generators._text import listing
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -24,9 +24,13 @@ from solvers.ir import Model, VarType, number_text
 class TeamSelection(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        positions = list(v["positions"])[: 3 + difficulty // 3]
+        # Sizes around 3 / 3 / 4 positions, each with its required number plus 2 / 3 / 4 candidates, by difficulty;
+        # positions drawn from the domain's pool (``spread``, ``drawn_names``), candidates numbered within a position.
+        n_pos = min(spread(rng, 3 + difficulty // 3, 2), len(v["positions"]))
+        positions = drawn_names(rng, list(v["positions"]), n_pos, "Position")
         required = {q: int(rng.integers(1, 4)) for q in positions}
-        roster = {q: [f"{v['positions'][q]}{k}" for k in range(1, required[q] + 2 + difficulty)] for q in positions}
+        roster = {q: [f"{v['positions'][q]}{k}" for k in range(1, required[q] + spread(rng, 1 + difficulty) + 1)]
+                  for q in positions}
         people = [p for q in positions for p in roster[q]]
         position = {p: q for q in positions for p in roster[q]}
         picked = [p for q in positions for p in [roster[q][int(i)] for i in rng.permutation(len(roster[q]))][

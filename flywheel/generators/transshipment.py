@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, number_text
 
@@ -24,9 +24,11 @@ from solvers.ir import Model, number_text
 class Transshipment(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        sources = names(v["sources"], 2 + difficulty // 2, "Source")
-        hubs = names(v["hubs"], 2 + (difficulty - 1) // 2, "Hub")
-        dests = names(v["dests"], 2 + difficulty, "Dest")
+        # Sizes around 2x2x3 / 3x2x4 / 3x3x5 sources x hubs x destinations by difficulty, names drawn from the domain's
+        # pool (``spread``, ``drawn_names``).
+        sources = drawn_names(rng, v["sources"], spread(rng, 2 + difficulty // 2, 2), "Source")
+        hubs = drawn_names(rng, v["hubs"], spread(rng, 2 + (difficulty - 1) // 2, 2), "Hub")
+        dests = drawn_names(rng, v["dests"], spread(rng, 2 + difficulty, 2), "Dest")
         demand = {d: int(rng.integers(2, 20)) * 10 for d in dests}
         total = sum(demand.values())
         supply = {s: int(total * rng.uniform(1.1, 1.6) / len(sources)) + 10 for s in sources}

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import names, table
+from flywheel.generators._text import drawn_names, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -22,7 +22,9 @@ from solvers.ir import Model, VarType, number_text
 class TSP(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
-        places = [vocab["depot"], *names(vocab["stops"], 2 + difficulty, "Stop")]
+        # Sizes around 3 / 4 / 5 stops by difficulty (at least three: two stops leave one tour), names drawn from the
+        # domain's pool (``spread``, ``drawn_names``); the depot stays first.
+        places = [vocab["depot"], *drawn_names(rng, vocab["stops"], spread(rng, 2 + difficulty, 3), "Stop")]
         xy = rng.integers(0, 100, size=(len(places), 2))
         dist = {a: {b: max(1, int(round(float(np.linalg.norm(xy[i] - xy[j]))))) for j, b in enumerate(places)
                     if i != j} for i, a in enumerate(places)}

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, register, replace_at
 from solvers.ir import Model, number_text
 
@@ -25,8 +25,10 @@ _SCENARIOS = ["Low", "Medium", "High", "Surge", "Slump", "Boom"]
 @register
 class TwoStageCapacity(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        sites = names(self.vocab[domain]["sites"], 1 + (difficulty + 1) // 2, "Site")
-        scenarios = _SCENARIOS[:2 + difficulty // 2 + (difficulty > 3)]
+        # Sizes around 2x2 / 2x3 / 3x3 (sites x scenarios) by difficulty, site names drawn from the domain's pool
+        # (``spread``, ``drawn_names``); the scenarios keep their order.
+        sites = drawn_names(rng, self.vocab[domain]["sites"], spread(rng, 1 + (difficulty + 1) // 2, 2), "Site")
+        scenarios = _SCENARIOS[:spread(rng, 2 + difficulty // 2 + (difficulty > 3), 2)]
         cuts = sorted(int(x) for x in rng.choice(np.arange(5, 100, 5), size=len(scenarios) - 1, replace=False))
         prob = [b - a for a, b in zip([0, *cuts], [*cuts, 100], strict=True)]
         cap_max = {s: int(rng.integers(50, 200)) for s in sites}

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names, table
+from flywheel.generators._text import drawn_names, listing, spread, table
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -22,8 +22,10 @@ from solvers.ir import Model, VarType, number_text
 @register
 class UnitCommitment(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        units = names(self.vocab[domain]["units"], 2 + (difficulty + 1) // 2, "Unit")
-        periods = [f"H{k}" for k in range(1, 3 + difficulty)]
+        # Sizes around 3x3 / 3x4 / 4x5 units x hours by difficulty, unit names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the hours stay in order.
+        units = drawn_names(rng, self.vocab[domain]["units"], spread(rng, 2 + (difficulty + 1) // 2, 2), "Unit")
+        periods = [f"H{k}" for k in range(1, 1 + spread(rng, 2 + difficulty, 2))]
         pmax = {u: int(rng.integers(40, 160)) for u in units}
         pmin = {u: int(pmax[u] * rng.uniform(0.2, 0.5)) for u in units}
         total = sum(pmax.values())

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, number_text
 
@@ -25,8 +25,10 @@ from solvers.ir import Model, number_text
 class VaccineAllocation(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        depots = names(v["depots"], 2 + difficulty // 2, "Depot")
-        regions = names(v["regions"], 2 + difficulty, "Region")
+        # Sizes around 2x3 / 3x4 / 3x5 depots x regions by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``).
+        depots = drawn_names(rng, v["depots"], spread(rng, 2 + difficulty // 2, 2), "Depot")
+        regions = drawn_names(rng, v["regions"], spread(rng, 2 + difficulty, 2), "Region")
         per_head = int(v["per_head"][int(rng.integers(len(v["per_head"])))])
         plan = {d: {r: 100 * int(rng.integers(5, 60)) for r in regions} for d in depots}
         got = {r: sum(plan[d][r] for d in depots) for r in regions}

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, names
+from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import Family, exceed, pick, register
 from solvers.ir import Model, VarType, number_text
 
@@ -23,8 +23,10 @@ from solvers.ir import Model, VarType, number_text
 class WarehouseSingleSource(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         v = self.vocab[domain]
-        sites = names(v["sites"], 2 + difficulty, "Site")
-        customers = names(v["customers"], 3 + 3 * difficulty, "Customer")
+        # Sizes around 3x6 / 4x9 / 5x12 by difficulty, names drawn from the domain's pool (``spread``,
+        # ``drawn_names``); the customers spread twice (+-2), since +-1 around steps of 3 would not overlap.
+        sites = drawn_names(rng, v["sites"], spread(rng, 2 + difficulty, 2), "Site")
+        customers = drawn_names(rng, v["customers"], spread(rng, spread(rng, 3 + 3 * difficulty)), "Customer")
         demand = {c: int(rng.integers(5, 40)) for c in customers}
         need = sum(demand.values()) + len(sites) * max(demand.values())
         share = rng.dirichlet(np.ones(len(sites)) * 3)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, money, names
+from flywheel.generators._text import drawn_names, listing, money, spread
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
@@ -28,7 +28,8 @@ from solvers.ir import Model, VarType, number_text
 @register
 class WeightedTardiness(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        jobs = names(self.vocab[domain]["jobs"], (3, 4, 4, 5, 6)[difficulty - 1], "Job")
+        # Sizes around 3 / 4 / 4 jobs by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
+        jobs = drawn_names(rng, self.vocab[domain]["jobs"], spread(rng, (3, 4, 4, 5, 6)[difficulty - 1], 2), "Job")
         time = {j: int(rng.integers(2, 13)) * 5 for j in jobs}
         total = sum(time.values())
         # Due times spread over 30-90% of the work (quarter hours): some jobs must be late in any order.

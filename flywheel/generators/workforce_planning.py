@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.generators._text import listing, table
+from flywheel.generators._text import listing, spread, table
 from flywheel.generators.base import Family, register
 from solvers.ir import Model, VarType, number_text
 
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _most_staff(data: dict[str, Any]) -> list[int]:
@@ -34,7 +34,11 @@ def _most_staff(data: dict[str, Any]) -> list[int]:
 @register
 class WorkforcePlanning(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
-        months = list(_MONTHS[:3 + difficulty])
+        # Sizes around 4 / 5 / 6 months by difficulty (``spread``); the months stay in calendar order, from a drawn
+        # first month (the plan may run over the new year), so their names are read from the question too.
+        n_months = min(spread(rng, 3 + difficulty, 2), len(_MONTHS))
+        first = int(rng.integers(len(_MONTHS)))
+        months = [_MONTHS[(first + k) % len(_MONTHS)] for k in range(n_months)]
         data = {"months": months, "staff0": int(rng.integers(20, 60)), "ratio": int(rng.integers(10, 35))}
         need = {m: max(1, int(most * rng.uniform(0.55, 1.0))) for m, most in zip(months, _most_staff(data),
                                                                                   strict=True)}

@@ -106,7 +106,9 @@ class ParamPlan:
         _, r, columns = best
         c = 1 - r
         cell = _cell(r)
-        rows = sorted(elems[r], key=lambda i: sum(at[cell(i, j)] for j in columns))
+        # A row's place is its entries' lower median (the earlier of two): one number the question states twice
+        # (a weight equal to a capacity) may be placed at its other mention, which a sum would follow.
+        rows = sorted(elems[r], key=lambda i: sorted(at[cell(i, j)] for j in columns)[(len(columns) - 1) // 2])
         local = Namespace(set(taken))
         names = [local.claim_loop(a), local.claim_loop(b)]
         row, x = local.claim("row"), local.claim("x")

@@ -55,6 +55,12 @@ def _repo_paths() -> list[str]:
     return sorted(p for p in paths if os.path.exists(p))
 
 
+def _package_root() -> str:
+    """The directory the parent imported ``solvers`` from: the worker imports the same copy (a second checkout run
+    with ``PYTHONPATH`` must not hand its programs to the installed checkout's worker, nor find it unmounted)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(solvers.__file__)))
+
+
 def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, str], caps: bool) -> list[str]:
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
            "--unshare-uts", "--hostname", "sandbox", "--clearenv"]
@@ -96,7 +102,8 @@ def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, st
         for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL"):
             cmd += ["--cap-add", cap]
     cmd += ["--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--chdir", "/tmp"]
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            "--setenv", "PYTHONPATH", _package_root(), "--chdir", "/tmp"]
     return cmd
 
 
@@ -196,7 +203,8 @@ class WorkerProcess:
             layers.append(f"cgroup-v{self.cgroups[0].version}")
         layers.append("rlimits")
         cmd += [sys.executable, "-m", "solvers.sandbox.worker"]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
+               "PYTHONPATH": _package_root()}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/tmp", start_new_session=True)
         slot: dict[str, Any] = {"uids": [slot_uid(config, index, sub, pool) for sub in range(SUBSLOTS)] if drop_uid
