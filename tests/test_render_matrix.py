@@ -100,3 +100,18 @@ def test_unsupported_pairs_raise_a_clear_error() -> None:
                     render(model, api)
     assert all(api == "ortools" for _, api in unsupported)
     assert all(generate_problem(f, SEED, DIFFICULTY).ir.objective.quadratic for f, _ in unsupported)
+
+
+def test_a_row_whose_terms_all_drop_out_reports_infeasible_in_every_api() -> None:
+    """ambulance_location's deliberately infeasible instance leaves a district no site in range: its coverage row
+    has no variable, ``0 >= 2``. pyomo and docplex refuse a bare bool at build time (a model_build_error, not an
+    infeasible verdict), so they write their own constant rows; every API must report the model infeasible."""
+    problem = generate_problem("ambulance_location", 7, 2, infeasible_share=1.0)
+    assert solve_ground_truth(problem.ir).status == SolveStatus.INFEASIBLE
+    apis = [api for api in APIS if supports(problem.ir, api)]
+    codes = {api: render(problem.ir, api, problem.question) for api in apis}
+    assert "pyo.Constraint.Infeasible" in codes.get("pyomo", "pyo.Constraint.Infeasible")
+    programs = [Program(program_id=api, code=code) for api, code in codes.items()]
+    for api, execution in zip(apis, run_batch(programs, CONFIG), strict=True):
+        assert execution.status == ExecStatus.SOLVER_INFEASIBLE, (api, execution.status, execution.error)
+        assert [s.status for s in execution.solves] == [SolveStatus.INFEASIBLE], api

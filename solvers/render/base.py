@@ -144,7 +144,18 @@ class Renderer(Dialect, ABC):
         return wrap_expr(text, indent)
 
     def row_constraint(self, row: Row, indent: str = "    ") -> str:
+        if not row.terms:  # every term filtered out (a coverage row with no site in range): a constant comparison
+            return self.constant_row(row)
         return wrap_expr(f"{explicit_text(row.terms, self, self.scalars)} {row.sense.value} {lit(row.rhs)}", indent)
+
+    def constant_row(self, row: Row) -> str:
+        """A row without variables, ``0 >= 2``: gurobipy, coptpy and OR-Tools take the Python bool (a false one makes
+        the model infeasible); pyomo and docplex refuse it at build time and override this."""
+        return f"0 {row.sense.value} {lit(row.rhs)}"
+
+    @staticmethod
+    def constant_row_holds(row: Row) -> bool:
+        return {">=": 0 >= row.rhs, "<=": 0 <= row.rhs, "==": row.rhs == 0}[row.sense.value]
 
     def objective_expr(self, o: ObjectivePlan, indent: str = "    ") -> str:
         body = linear_text(o.terms, self, self.scalars) if o.terms is not None else explicit_text(

@@ -7,7 +7,7 @@ import json
 
 from solvers.ir import VarType
 from solvers.render.base import Renderer, multiline_call, register, statement_loop, var_comprehension
-from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, VarGroupPlan, lit, row_name_fstring
+from solvers.render.plan import ConGroupPlan, ObjectivePlan, Plan, Row, VarGroupPlan, lit, row_name_fstring
 
 _KIND = {VarType.CONTINUOUS: "continuous", VarType.INTEGER: "integer", VarType.BINARY: "binary"}
 
@@ -17,6 +17,11 @@ class DocplexRenderer(Renderer):
     api = "docplex"
     sum_fn = "mdl.sum"
     infinity = "None"  # docplex reads an upper bound of None as +infinity
+
+    def constant_row(self, row: Row) -> str:
+        # ``0 >= 2`` is a DOcplexException ("trivially infeasible"); an empty linear expression is added and the
+        # solve reports the model infeasible.
+        return f"mdl.linear_expr() {row.sense.value} {lit(row.rhs)}"
     neg_infinity = "-1e20"  # CPLEX treats |bound| >= 1e20 as infinite
     add_constr_call, name_keyword = "mdl.add_constraint(", "ctname"
 

@@ -19,6 +19,7 @@ from solvers.render.plan import (
     Namespace,
     ObjectivePlan,
     Plan,
+    Row,
     VarGroupPlan,
     VarRef,
     lit,
@@ -143,6 +144,10 @@ class PyomoRenderer(Renderer):
         return [*lines, f"def {rule}(model, {', '.join(cg.loop.targets)}):",
                 f"    return {returned}", "",
                 f"model.{comp} = pyo.Constraint({index}, rule={rule})", ""]
+
+    def constant_row(self, row: Row) -> str:
+        # A bare bool is an InvalidConstraintError in pyomo: its own markers say "always true" / "always false".
+        return "pyo.Constraint.Feasible" if self.constant_row_holds(row) else "pyo.Constraint.Infeasible"
 
     def explicit_rows(self, cg: ConGroupPlan) -> list[str]:
         comp = self.components.claim(cg.ident, "_con")
