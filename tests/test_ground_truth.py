@@ -256,3 +256,18 @@ def test_every_family_two_solver_ground_truth_agrees_fast(family: str) -> None:
         assert truth.status == (SolveStatus.INFEASIBLE if infeasible else SolveStatus.OPTIMAL), truth.status
         # 1 s per solver, not the 0.3 s seen quiet: this machine's 2 cores are shared with other test runs.
         assert max(r.solve_time_s for r in truth.runs) < 1.0, [(r.solver, r.solve_time_s) for r in truth.runs]
+
+
+def test_highs_concludes_the_convex_qps_its_default_regularisation_stalled_on() -> None:
+    """Two economic_dispatch instances (generator v2, difficulty 1) on which HiGHS 1.16's QP solver, with its
+    default regularisation, held the optimum and ran to the time limit (2-3% of the family's instances); the ground
+    truth turns the regularisation off, so they end optimal, in agreement with the second solver."""
+    from flywheel.generators.base import derive_seed
+
+    for i in (6, 10):
+        problem = generate_problem("economic_dispatch", derive_seed(5, i), 1)
+        run = solve_with(problem.ir, "highs", 10.0)
+        assert run.status == SolveStatus.OPTIMAL, (i, run.status)
+        assert run.solve_time_s < 5.0, (i, run.solve_time_s)
+        truth = solve_ground_truth(problem.ir)
+        assert not truth.disputed, (i, truth.dispute_reason)

@@ -168,6 +168,8 @@ class PyomoRenderer(Renderer):
             solver = ['solver = pyo.SolverFactory("highs")']
             if p.is_mip:
                 solver.append('solver.options["mip_rel_gap"] = 1e-9  # prove optimality, not the default gap')
+            elif p.is_quadratic:  # HiGHS's default QP regularisation can hold an optimum without declaring it
+                solver.append('solver.options["qp_regularization_value"] = 0')
         return [
             *solver,
             "results = solver.solve(model, load_solutions=False)",
