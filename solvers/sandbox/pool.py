@@ -102,8 +102,7 @@ def bwrap_command(slot_cgroups: list[cgroups.SlotCgroup], licenses: dict[str, st
         for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL"):
             cmd += ["--cap-add", cap]
     cmd += ["--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-            "--setenv", "PYTHONPATH", _package_root(), "--chdir", "/tmp"]
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--chdir", "/tmp"]
     return cmd
 
 
@@ -187,7 +186,10 @@ class WorkerProcess:
         if use_bwrap:
             layers += ["bwrap", "netns", "pidns", "ro-system", "tmpfs-workdir"]
             licenses = {name: f"/run/licenses/{name}" for name in config.license_files}
-            cmd = bwrap_command(self.cgroups, config.license_files, caps=is_root)
+            # The worker (not every bwrap user: the contracts jail keeps its exact environment) imports the
+            # parent's copy of ``solvers``; it clears its environment after its imports, so programs never see it.
+            cmd = bwrap_command(self.cgroups, config.license_files, caps=is_root) + [
+                "--setenv", "PYTHONPATH", _package_root()]
             workroot = "/tmp/work"
         else:
             layers += ["process"]
