@@ -78,16 +78,17 @@ def main() -> None:
     ap.add_argument("--init", default="smollm2", help="checkpoint folder or `flywheel models import` source")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "speedrun-seeds")
     ap.add_argument("--reports", type=Path, default=ROOT / "reports" / "flywheel" / "speedrun-seeds")
+    ap.add_argument("--name", default="speedrun_seeds", help="results file stem under bench/results/")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     results = {s: run_seed(s, args.sft_steps, args.init, args.work, args.reports) for s in seeds}
     summary = summarize(results)
-    out = {"bench": "speedrun_seeds", "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps,
+    out = {"bench": args.name, "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps,
            "command": " ".join(["python bench/speedrun_seeds.py", *sys.argv[1:]]), **summary}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "speedrun_seeds.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
     md = markdown(summary)
-    (RESULTS / "speedrun_seeds.md").write_text(md)
+    (RESULTS / f"{args.name}.md").write_text(md)
     print(md)
 
 
