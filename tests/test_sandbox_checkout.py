@@ -19,7 +19,7 @@ from solvers.sandbox import Program, SandboxConfig, run_batch
 code = "import solvers\\nprint(solvers.__file__)"
 ex = list(run_batch([Program(program_id="p", code=code)], SandboxConfig()))[0]
 print(solvers.__file__)
-print(ex.status.value if hasattr(ex.status, "value") else ex.status)
+print(ex.status.value)
 print(ex.stdout.strip())
 """
 

@@ -51,10 +51,12 @@ def drawn_names(rng: np.random.Generator, pool: Sequence[str], n: int, stem: str
     return out + [f"{stem}{j}" for j in range(k + 1, n + 1)]
 
 
-def spread(rng: np.random.Generator, base: int, low: int = 1) -> int:
-    """A list size near a difficulty's ``base``: ``base - 1``, ``base`` or ``base + 1`` (at least ``low``), so that
-    the sizes of one difficulty overlap the next one's and a list's length has to be read from the question."""
-    return max(low, base + int(rng.integers(-1, 2)))
+def spread(rng: np.random.Generator, base: int, low: int = 1, high: int | None = None) -> int:
+    """A list size near a difficulty's ``base``: ``base - 1``, ``base`` or ``base + 1`` (at least ``low``, at most
+    ``high``: a pool's size, or a cap where a larger instance is slow), so that the sizes of one difficulty overlap
+    the next one's and a list's length has to be read from the question."""
+    n = max(low, base + int(rng.integers(-1, 2)))
+    return n if high is None else min(n, high)
 
 
 def money(x: float, currency: str) -> str:

@@ -192,11 +192,11 @@ class Family(ABC):
             return cls.template_styles[template] if template < len(cls.template_styles) else ("plain",)
         return GENERIC_VARIANTS[template - cls.n_templates][0]
 
-    def phrase(self, data: dict[str, Any], template: int, domain: str) -> Question:
+    def phrase(self, data: dict[str, Any], template: int, domain: str, model: Model | None = None) -> Question:
         """The question in phrasing ``template`` (0 .. n_phrasings()-1): the family's own templates first, so
         every phrasing a family had before stays reachable, then the generic variants (story, distractors,
         reordered data, integrality implied by the nouns) built on them. Returns a ``Question`` carrying its
-        distractor numbers."""
+        distractor numbers. ``model``: ``build(data)`` where the caller has it (else built here when needed)."""
         if not 0 <= template < self.n_phrasings():
             raise FlywheelError(f"template must be in [0, {self.n_phrasings() - 1}], got {template}",
                                 culprit=f"family {self.name}")
@@ -227,7 +227,7 @@ class Family(ABC):
         if "distractors" in styles:
             # Avoid the model's derived numbers too (a big-M, n - 1 in MTZ): the question never states them, but a
             # distractor equal to one would pass a coverage check as data.
-            derived = {float(x) for p in self.build(data).params for x in p.numbers()}
+            derived = {float(x) for p in (model or self.build(data)).params for x in p.numbers()}
             facts, extra = distractor_facts(sector, rng, numbers_in(text) | derived, k=2)
             text = insert_before_last(text, facts)
             distractors += extra
@@ -435,7 +435,7 @@ def generate_problem(
     if infeasible:
         data = as_jsonable(fam.make_infeasible(data, rng))
     ir = fam.build(data)
-    question = fam.phrase(data, template, domain)
+    question = fam.phrase(data, template, domain, ir)
     key = canonical_json(
         {"family": fam.name, "version": fam.version, "seed": seed, "difficulty": level, "question": question,
          "ir": ir.content_hash()}

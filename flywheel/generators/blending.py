@@ -25,7 +25,7 @@ class Blending(Family):
         vocab = self.vocab[domain]
         # Sizes around 3x1 / 4x2 / 5x2 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
         raws = drawn_names(rng, vocab["raws"], spread(rng, 2 + difficulty, 2), "Material")
-        n_qual = min(spread(rng, 1 + difficulty // 2), len(vocab["qualities"]))
+        n_qual = spread(rng, 1 + difficulty // 2, high=len(vocab["qualities"]))
         qualities = drawn_names(rng, list(vocab["qualities"]), n_qual, "Quality")
         cost = {r: int(rng.integers(20, 120)) for r in raws}
         content = {q: {r: int(rng.integers(vocab["qualities"][q][1], vocab["qualities"][q][2] + 1)) for r in raws}

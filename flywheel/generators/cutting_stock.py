@@ -45,7 +45,7 @@ class CuttingStock(Family):
         # Sizes around 2 / 3 / 4 orders by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
         # Never above the difficulty's own size from four orders up (difficulty 3: 3-4 orders): a fifth order about
         # doubles the maximal patterns the question lists (up to ~90, a 5,000-character question).
-        orders = drawn_names(rng, v["orders"], min(spread(rng, 1 + difficulty, 2), max(4, 1 + difficulty)), "Order")
+        orders = drawn_names(rng, v["orders"], spread(rng, 1 + difficulty, 2, high=max(4, 1 + difficulty)), "Order")
         low, high = v["lengths"]
         length = low + 0.5 * int(rng.integers(0, int((high - low) * 2) + 1))
         size = round(length * 100)

@@ -40,7 +40,7 @@ class CVRP(Family):
         # ``drawn_names``); the depot stays first. From difficulty 3 up only the lower side: 6 customers at
         # difficulty 3 took up to 3 s for the ground truth (5: well under 1 s).
         base = 2 + difficulty
-        customers = drawn_names(rng, v["customers"], min(spread(rng, base, 2), base + (difficulty < 3)), "Customer")
+        customers = drawn_names(rng, v["customers"], spread(rng, base, 2, high=base + (difficulty < 3)), "Customer")
         dist = rt.euclidean(rng, [v["depot"], *customers])
         demand = {c: int(rng.integers(*v["demand"])) for c in customers}
         # A capacity of a third to a half of the total demand (never below the largest), rounded up to the step.

@@ -33,7 +33,7 @@ class ElectricityTariff(Family):
         # ``drawn_names``); the hours stay in order.
         hours = [f"H{t}" for t in range(1, 1 + spread(rng, 4 + 2 * difficulty, 3))]
         pool = self.vocab[domain]["jobs"]
-        jobs = drawn_names(rng, pool, min(spread(rng, 1 + (difficulty + 1) // 2, 2), len(pool)), "Job")
+        jobs = drawn_names(rng, pool, spread(rng, 1 + (difficulty + 1) // 2, 2, high=len(pool)), "Job")
         # Bands in the order of the day: off-peak first third, peak middle third, shoulder the rest.
         band = {h: _BANDS[min(2, 3 * k // len(hours))] for k, h in enumerate(hours)}
         base = {h: int(rng.integers(5, 40)) for h in hours}

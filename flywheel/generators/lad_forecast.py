@@ -27,7 +27,7 @@ class LadForecast(Family):
         # Sizes around 8x1 / 10x1 / 12x2 observations x features by difficulty, features drawn from the domain's pool
         # (``spread``, ``drawn_names``); the observations stay in order.
         known = {f: s for f, s in v["features"]}
-        features = drawn_names(rng, list(known), min(spread(rng, 1 + (difficulty - 1) // 2), len(known)), "Feature")
+        features = drawn_names(rng, list(known), spread(rng, 1 + (difficulty - 1) // 2, high=len(known)), "Feature")
         obs = [f"{v['obs']}{t}" for t in range(1, 1 + spread(rng, 6 + 2 * difficulty, 3))]
         sign = {f: known[f] for f in features}
         cap = {f: int(rng.integers(3, 12)) for f in features}

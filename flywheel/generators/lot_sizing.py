@@ -26,7 +26,7 @@ class LotSizing(Family):
         vocab = self.vocab[domain]
         # Sizes around 1x4 / 2x6 / 2x8 by difficulty, product names drawn from the domain's pool (``spread``,
         # ``drawn_names``); the periods keep their calendar order.
-        products = drawn_names(rng, vocab["products"], min(spread(rng, 1 + difficulty // 2), len(vocab["products"])),
+        products = drawn_names(rng, vocab["products"], spread(rng, 1 + difficulty // 2, high=len(vocab["products"])),
                                "Product")
         periods = names(vocab["periods"], spread(rng, 2 + 2 * difficulty, 2), "Period")
         demand = {p: {t: int(rng.integers(0, 60)) for t in periods} for p in products}

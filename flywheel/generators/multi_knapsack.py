@@ -24,7 +24,7 @@ class MultiKnapsack(Family):
         # Sizes around 6x2 / 10x2 / 14x3 items x dimensions by difficulty, names drawn from the domain's pool
         # (``spread``, ``drawn_names``).
         items = drawn_names(rng, vocab["items"], spread(rng, 2 + 4 * difficulty, 2), "Item")
-        dims = drawn_names(rng, list(vocab["dims"]), min(spread(rng, 1 + (difficulty + 1) // 2), len(vocab["dims"])),
+        dims = drawn_names(rng, list(vocab["dims"]), spread(rng, 1 + (difficulty + 1) // 2, high=len(vocab["dims"])),
                            "Dim")
         value = {i: int(rng.integers(10, 100)) for i in items}
         weight = {d: {i: int(rng.integers(1, 50)) for i in items} for d in dims}

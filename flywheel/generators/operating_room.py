@@ -32,7 +32,7 @@ class OperatingRoom(Family):
         # rooms are plural) and the jobs the follow-up pairs below take.
         n_pairs = 1 + difficulty // 2
         jobs = drawn_names(rng, v["jobs"], spread(rng, 3 + difficulty + difficulty // 2, 2 * n_pairs), "Job")
-        rooms = drawn_names(rng, v["rooms"], min(spread(rng, 2 + difficulty // 4, 2), len(v["rooms"])), "Room")
+        rooms = drawn_names(rng, v["rooms"], spread(rng, 2 + difficulty // 4, 2, high=len(v["rooms"])), "Room")
         days = [f"Day{k}" for k in range(1, 1 + spread(rng, 2 + difficulty // 2, 2))]
         minutes = {j: 15 * int(rng.integers(3, 17)) for j in jobs}
         order = [jobs[int(i)] for i in rng.permutation(len(jobs))]

@@ -22,8 +22,8 @@ class ProductionPlanning(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         vocab = self.vocab[domain]
         # Sizes around 3x2 / 4x2 / 5x3 by difficulty, names drawn from the domain's pool (``spread``, ``drawn_names``).
-        n_prod = min(spread(rng, 2 + difficulty, 2), len(vocab["items"]))
-        n_res = min(spread(rng, 1 + (difficulty + 1) // 2), len(vocab["resources"]))
+        n_prod = spread(rng, 2 + difficulty, 2, high=len(vocab["items"]))
+        n_res = spread(rng, 1 + (difficulty + 1) // 2, high=len(vocab["resources"]))
         products = drawn_names(rng, vocab["items"], n_prod, "Product")
         resources = drawn_names(rng, vocab["resources"], n_res, "Resource")
         profit = {p: int(rng.integers(10, 60)) for p in products}

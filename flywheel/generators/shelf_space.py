@@ -30,7 +30,7 @@ class ShelfSpace(Family):
         pools = self.vocab[domain]["categories"]
         # Sizes around 2x2 / 2x2 / 3x3 (categories x products of each) by difficulty, each category's own count,
         # names drawn from the domain's pool (``spread``, ``drawn_names``).
-        n_cat = min(spread(rng, 2 + (difficulty >= 3) + (difficulty >= 5), 2), len(pools))
+        n_cat = spread(rng, 2 + (difficulty >= 3) + (difficulty >= 5), 2, high=len(pools))
         categories = drawn_names(rng, list(pools), n_cat, "Category")
         members = {c: drawn_names(rng, pools[c], spread(rng, 1 + (difficulty + 1) // 2), c) for c in categories}
         products = [p for c in categories for p in members[c]]

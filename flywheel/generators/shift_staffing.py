@@ -30,7 +30,7 @@ class ShiftStaffing(Family):
         # Shift types around 1 / 2 / 2 by difficulty, drawn from the three (``spread``, ``drawn_names``); the periods
         # tile the day in order, their length set by the difficulty.
         hours_of = dict(_SHIFTS)
-        shifts = drawn_names(rng, list(hours_of), min(spread(rng, n_types), len(_SHIFTS)), "Shift")
+        shifts = drawn_names(rng, list(hours_of), spread(rng, n_types, high=len(_SHIFTS)), "Shift")
         length = {name: hours_of[name] for name in shifts}
         # Busy in the day, quiet at night: a smooth profile plus noise.
         demand = {p: int(max(1, round(8 + 6 * np.sin((h - 8) * np.pi / 12) + rng.integers(-2, 3))))

@@ -29,7 +29,7 @@ class StochasticGeneration(Family):
         # ``drawn_names``).
         units = drawn_names(rng, self.vocab[domain]["units"], spread(rng, 2 + difficulty, 2), "Unit")
         pool = self.vocab[domain]["scen"]
-        scenarios = drawn_names(rng, pool, min(spread(rng, 1 + (difficulty + 2) // 2, 2), len(pool)), "Scenario")
+        scenarios = drawn_names(rng, pool, spread(rng, 1 + (difficulty + 2) // 2, 2, high=len(pool)), "Scenario")
         cap = {u: int(rng.integers(20, 90)) for u in units}
         total = sum(cap.values())
         marginal = {u: int(rng.integers(10, 60)) for u in units}

@@ -26,7 +26,7 @@ class TeamSelection(Family):
         v = self.vocab[domain]
         # Sizes around 3 / 3 / 4 positions, each with its required number plus 2 / 3 / 4 candidates, by difficulty;
         # positions drawn from the domain's pool (``spread``, ``drawn_names``), candidates numbered within a position.
-        n_pos = min(spread(rng, 3 + difficulty // 3, 2), len(v["positions"]))
+        n_pos = spread(rng, 3 + difficulty // 3, 2, high=len(v["positions"]))
         positions = drawn_names(rng, list(v["positions"]), n_pos, "Position")
         required = {q: int(rng.integers(1, 4)) for q in positions}
         roster = {q: [f"{v['positions'][q]}{k}" for k in range(1, required[q] + spread(rng, 1 + difficulty) + 1)]

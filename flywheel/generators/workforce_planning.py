@@ -36,7 +36,7 @@ class WorkforcePlanning(Family):
     def sample(self, rng: np.random.Generator, difficulty: int, domain: str) -> dict[str, Any]:
         # Sizes around 4 / 5 / 6 months by difficulty (``spread``); the months stay in calendar order, from a drawn
         # first month (the plan may run over the new year), so their names are read from the question too.
-        n_months = min(spread(rng, 3 + difficulty, 2), len(_MONTHS))
+        n_months = spread(rng, 3 + difficulty, 2, high=len(_MONTHS))
         first = int(rng.integers(len(_MONTHS)))
         months = [_MONTHS[(first + k) % len(_MONTHS)] for k in range(n_months)]
         data = {"months": months, "staff0": int(rng.integers(20, 60)), "ratio": int(rng.integers(10, 35))}

@@ -212,7 +212,7 @@ def mutate(problems: Sequence[Problem], rng: np.random.Generator, *, scale: floa
         try:
             ir = fam.build(data)
             # phrase, not question: the template may be one of the generic variants (story, distractors, ...)
-            question = fam.phrase(data, int(p.template_id.rsplit("/t", 1)[1]), p.domain)
+            question = fam.phrase(data, int(p.template_id.rsplit("/t", 1)[1]), p.domain, ir)
         except Exception as exc:  # a perturbation the family cannot build: reported, not fatal
             run.results.append(Constructed(p.problem_id, "mutation", False, reason=f"build failed: {exc}"))
             continue

@@ -64,10 +64,10 @@ class ParamPlan:
         written in the order the question reaches them, columns in that common order: the column set itself when
         it is the set's order, else the names in the question's order (``zip(["Lyon", "Lille"], row, ...)``), so
         a row is copied left to right either way. Sparse keys, a table of one set twice, or entries grouped by
-        neither position: None, and the cell literal stays. Why: a cell literal repeats both key names per number (~6x the tokens), and a small model copying a difficulty-2
-        table by cells drops cells once the table is larger than the ones it trained on (stop 36: 128 of 165
-        rejected programs, a ``KeyError``); a row is one contiguous copy of the question's row, and
-        ``strict=True`` makes a short row an error, never a silent 0.
+        neither position: None, and the cell literal stays. Why: a cell literal repeats both key names per number
+        (~6x the tokens), and a small model copying a difficulty-2 table by cells drops cells once the table is
+        larger than the ones it trained on (stop 36: 128 of 165 rejected programs, a ``KeyError``); a row is one
+        contiguous copy of the question's row, and ``strict=True`` makes a short row an error, never a silent 0.
         """
         if self.keys is None or len(self.param.index) != 2:
             return None
