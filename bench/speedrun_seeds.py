@@ -6,7 +6,7 @@ the held-out problems do not move, so the spread is the training run's, not the 
 Each seed is one ``python -m flywheel.demo --size speedrun`` run (resumable; a seed whose report exists is read,
 not re-run). Round 0 only, no zero-shot (0% on every earlier run) and no benchmark transfer (0% on every earlier run).
 
-    python bench/speedrun_seeds.py --seeds 0,1,2 --sft-steps 120
+    python bench/speedrun_seeds.py --seeds 0,1,2 --sft-steps 150
 
 Writes bench/results/speedrun_seeds.json and .md.
 """
@@ -74,7 +74,7 @@ def markdown(summary: dict[str, Any]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--sft-steps", type=int, default=120)
+    ap.add_argument("--sft-steps", type=int, default=150)
     ap.add_argument("--init", default="smollm2", help="checkpoint folder or `flywheel models import` source")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "speedrun-seeds")
     ap.add_argument("--reports", type=Path, default=ROOT / "reports" / "flywheel" / "speedrun-seeds")
