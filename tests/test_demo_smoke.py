@@ -85,6 +85,8 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
         assert set(r["per_difficulty"]) == {str(d) for d in SMOKE.heldout_difficulties}
         # every strict miss has a class
         assert sum(r["miss_classes"].values()) == round(held * (1 - r["pass@1_strict"]))
+        # ... and what it got wrong (its data against the reference program)
+        assert sum(r["miss_anatomy"].values()) == round(held * (1 - r["pass@1_strict"]))
     for r in results["rounds"][1:]:
         pol = r["policy"]
         assert pol["samples"] == SMOKE.round_samples * SMOKE.round_problems * len(SMOKE.round_difficulties)
@@ -112,11 +114,18 @@ def test_every_stage_leaves_its_artefacts(demo) -> None:
 @pytest.mark.timeout(600)
 def test_a_second_run_resumes(demo) -> None:
     work, reports = demo
+    first = json.loads((reports / "results.json").read_text())
     t = time.perf_counter()
     proc = _demo(work, reports)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "flywheel train" not in proc.stderr and "flywheel run-round" not in proc.stderr, proc.stderr[-2000:]
     assert time.perf_counter() - t < 300  # no stage reran (the SQL look-ups and plots remain)
+    # ... and the report keeps the times of the stages the first run did (WORK/stages.json)
+    again = json.loads((reports / "results.json").read_text())
+    assert again["resumed"] and not first["resumed"]
+    trained = [r["train_s"] for r in first["rounds"] if r.get("train_s")]
+    assert trained and [r["train_s"] for r in again["rounds"] if r.get("train_s")] == trained
+    assert "resumed" in (reports / "results.md").read_text()
 
 
 def test_only_the_base_model_is_scored_with_the_repeat_guard(tmp_path) -> None:

@@ -180,6 +180,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "cpus": os.cpu_count(), "load_at_start": round(load, 1)},
             "rounds": rounds,
             "wall_s": round(time.perf_counter() - t0, 1),
+            "resumed": demo.resumed,  # wall_s is this invocation's; the stages an earlier one ran keep their times
         }
         reports.mkdir(parents=True, exist_ok=True)
         plot_rounds(results, reports)

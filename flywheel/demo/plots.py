@@ -95,7 +95,9 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
              f"unseen seeds (difficulty {', '.join(map(str, s['heldout_difficulties']))}; "
              f"{s['heldout_in_training_store']} also in the training store); greedy; template {s['template']}; "
              f"{s['api']}; reference programs in the {s['render_style']} style. Wall {results['wall_s']:.0f} s on "
-             f"{s['cpus']} CPUs (load at start {s['load_at_start']}).", "",
+             f"{s['cpus']} CPUs (load at start {s['load_at_start']})"
+             + ("; resumed: the wall is this invocation's, the stage times are the runs'." if results.get("resumed")
+                else "."), "",
              "## Pass@1 by flywheel round", "",
              "| round | train rows | train s | strict | lenient | accepted | samples |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -117,7 +119,8 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     lines += ["", "## Why held-out programs missed (strict rule)", ""]
     for r in rounds:
         misses = ", ".join(f"{k} {v}" for k, v in r.get("miss_classes", {}).items()) or "none"
-        lines.append(f"- {_label(r)}: {misses}")
+        wrong = ", ".join(f"{k} {v}" for k, v in r.get("miss_anatomy", {}).items())
+        lines.append(f"- {_label(r)}: {misses}" + (f"; what they got wrong: {wrong}" if wrong else ""))
     lines += ["", "## Policy samples the contracts rejected", ""]
     for r in rounds:
         if "policy" in r:

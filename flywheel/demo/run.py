@@ -35,7 +35,12 @@ class Demo:
         self.size, self.work, self.reports = size, work, reports
         self.store = work / "store"
         self.flywheel = str(Path(sys.executable).with_name("flywheel"))
-        self.results: dict[str, Any] = {"size": size.name, "stages": {}}
+        # Stage times live in WORK/stages.json, so a resumed run still reports the times of the stages that an
+        # earlier run of the same work directory did (a stage that runs again overwrites its own entry).
+        done = work / "stages.json"
+        self.results: dict[str, Any] = {"size": size.name,
+                                        "stages": json.loads(done.read_text()) if done.exists() else {}}
+        self.resumed = bool(self.results["stages"])
         self.log = log or sys.stderr
         self.t0 = time.perf_counter()
 
@@ -58,6 +63,8 @@ class Demo:
 
     def stage(self, name: str, seconds: float) -> None:
         self.results["stages"][name] = round(seconds, 1)
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.work / "stages.json").write_text(json.dumps(self.results["stages"], indent=1) + "\n")
 
     def policy_config(self, tag: str = "") -> Path:
         """The policy TOML for evaluating ``tag`` (the base model ``"base"`` gets ``zero_shot_max_tokens``), or for
@@ -314,8 +321,12 @@ class Demo:
         summary_file = out / "result.json"
         if summary_file.exists():
             result = json.loads(summary_file.read_text())
-            if "per_difficulty" not in result:  # written before the by-difficulty table existed
+            missing = {"per_difficulty", "miss_anatomy"} - set(result)  # written before these tables existed
+            if "per_difficulty" in missing:
                 result["per_difficulty"] = _per_difficulty(out / "verdicts.jsonl", problems)
+            if "miss_anatomy" in missing:
+                result["miss_anatomy"] = _miss_anatomy(out, problems, self.size.api)
+            if missing:
                 summary_file.write_text(json.dumps(result, indent=2) + "\n")
             return result
         t = time.perf_counter()
@@ -349,6 +360,7 @@ class Demo:
                   "has_code": sum(bool(a.code) for a in attempts) / max(1, len(attempts)),
                   "miss_classes": overall.get("miss_classes", {}), "per_family": per_family,
                   "per_difficulty": _per_difficulty(out / "verdicts.jsonl", problems),
+                  "miss_anatomy": _miss_anatomy(out, problems, self.size.api),
                   "generate_s": round(time.perf_counter() - t, 1)}
         summary_file.write_text(json.dumps(result, indent=2) + "\n")
         self.stage(f"eval:{tag}", time.perf_counter() - t)
@@ -402,6 +414,21 @@ def _per_difficulty(verdicts: Path, problems: Sequence[Any]) -> dict[str, Any]:
         e["lenient"] += bool(v["passed"].get("orlm_lenient"))
     return {d: {"items": e["items"], "pass@1_strict": e["strict"] / e["items"],
                 "pass@1_lenient": e["lenient"] / e["items"]} for d, e in sorted(out.items())}
+
+
+def _miss_anatomy(out: Path, problems: Sequence[Any], api: str) -> dict[str, int]:
+    """What the strict misses of one evaluation got wrong (``flywheel.evaluate.anatomy``): each completion's data
+    against the reference program rendered for the same problem."""
+    from contracts.extract import extract_code
+    from flywheel.evaluate.anatomy import miss_anatomy
+    from solvers.render import render
+
+    verdicts = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    missed = {v["id"] for v in verdicts if not v["passed"].get("strict")}
+    programs = {c["id"]: extract_code(c["completion"]) or "" for c in
+                map(json.loads, (out / "completions.jsonl").read_text().splitlines()) if c["id"] in missed}
+    references = {p.problem_id: render(p.ir, api, p.question) for p in problems if p.problem_id in missed}
+    return miss_anatomy(verdicts, programs, references)
 
 
 def _overall(summary_file: Path) -> dict[str, Any]:

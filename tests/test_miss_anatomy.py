@@ -1,18 +1,14 @@
-"""``bench/miss_anatomy.py``: each kind of wrong program, made from a real reference program, lands in its class."""
+"""``flywheel.evaluate.anatomy``: each kind of wrong program, made from a real reference program, lands in its class."""
 
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.miss_anatomy import classify, data_literals  # noqa: E402
-from flywheel.generators.base import generate_problem  # noqa: E402
-from solvers.render import render  # noqa: E402
+from flywheel.evaluate.anatomy import classify, data_literals, miss_anatomy
+from flywheel.generators.base import generate_problem
+from solvers.render import render
 
 RAN = {"exec_status": "ok", "solve_status": "optimal", "miss_class": "formulation", "error": ""}
 
@@ -65,3 +61,36 @@ def test_a_program_without_a_solve_is_a_build_error(reference: str) -> None:
     assert classify(RAN, "def broken(:", reference)[0] == "build error"
     infeasible = {"exec_status": "solver_infeasible", "solve_status": "infeasible", "error": "final solve: infeasible"}
     assert classify(infeasible, reference, reference)[0] == "model"  # it solved: its data are compared
+
+
+def test_counts_cover_the_strict_misses_only(reference: str) -> None:
+    dest = _line(reference, "destinations = ")
+    reordered = reference.replace(dest, dest.replace("[", "[\"Extra\", ", 1))
+    verdicts = [{"id": "a", "passed": {"strict": True}, **RAN},  # passed: not counted whatever its program
+                {"id": "b", "passed": {"strict": False}, **RAN},
+                {"id": "c", "passed": {"strict": False}, **RAN},
+                {"id": "d", "passed": {"strict": False}, "exec_status": "timeout", "solve_status": None, "error": ""}]
+    programs = {"a": "x = 1", "b": reordered, "c": reference, "d": ""}
+    counts = miss_anatomy(verdicts, programs, {k: reference for k in "abcd"})
+    assert counts == {"build error": 1, "entities": 1, "model": 1}
+    assert list(counts) == ["build error", "entities", "model"]  # in the classes' order
+
+
+def test_the_demo_classes_an_evaluation_directory(tmp_path) -> None:
+    """``flywheel.demo.run._miss_anatomy``: completions and verdicts as ``flywheel eval score`` leaves them, the
+    references rendered for the same problems (what a resumed demo also adds to an older evaluation)."""
+    import json
+
+    from flywheel.demo.run import _miss_anatomy
+
+    problems = [generate_problem("transportation", seed, 1, 0.0) for seed in (7, 8)]
+    right, wrong = (render(p.ir, "gurobipy", p.question) for p in problems)
+    supply = _line(wrong, "supply = ")
+    wrong = wrong.replace(supply, supply.replace(": ", ": 1", 1))  # 87 -> 187: a number the question never states
+    completions = [{"id": p.problem_id, "completion": f"```python\n{code}\n```"}
+                   for p, code in zip(problems, (right, wrong), strict=True)]
+    verdicts = [{"id": problems[0].problem_id, "passed": {"strict": True}, **RAN},
+                {"id": problems[1].problem_id, "passed": {"strict": False}, **RAN}]
+    (tmp_path / "completions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in completions))
+    (tmp_path / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    assert _miss_anatomy(tmp_path, problems, "gurobipy") == {"numbers copied wrong": 1}
