@@ -35,7 +35,7 @@ def anatomy(work: Path) -> list[dict[str, Any]]:
             for r in pq.read_table(work / "shards" / "heldout" / "train.parquet").to_pylist()}
     rows = []
     for ev in sorted((work / "eval").iterdir()):
-        completions = {json.loads(x)["id"]: json.loads(x) for x in (ev / "completions.jsonl").open()}
+        completions = {c["id"]: c for c in map(json.loads, (ev / "completions.jsonl").open())}
         for line in (ev / "verdicts.jsonl").open():
             v = json.loads(line)
             if v["passed"]["strict"]:

@@ -56,23 +56,23 @@ def classify(verdict: dict[str, Any], program: str, reference: str) -> tuple[str
     mine, ref = data_literals(program), data_literals(reference)
     if verdict.get("solve_status") is None or mine is None or ref is None:
         return "build error", (verdict.get("error") or verdict["exec_status"]).split(":")[0][:40]
-    keys = sorted(set(mine) | set(ref))
-    for k in keys:
-        have, want = set(mine.get(k, ([], []))[0]), set(ref.get(k, ([], []))[0])
-        if have != want:
-            return "entities", f"{k}: -{sorted(want - have)} +{sorted(have - want)}"[:60]
-    if any(mine.get(k, ([], []))[0] != ref.get(k, ([], []))[0] for k in keys):
-        return "entity order", next(k for k in keys if mine.get(k, ([], []))[0] != ref.get(k, ([], []))[0])
-    all_mine = [x for k in keys for x in mine.get(k, ([], []))[1]]
-    all_ref = [x for k in keys for x in ref.get(k, ([], []))[1]]
+    none: tuple[list[str], list[float]] = ([], [])
+    pairs = [(k, mine.get(k, none), ref.get(k, none)) for k in sorted(set(mine) | set(ref))]
+    for k, (have, _), (want, _) in pairs:
+        if set(have) != set(want):
+            return "entities", f"{k}: -{sorted(set(want) - set(have))} +{sorted(set(have) - set(want))}"[:60]
+    reordered = next((k for k, (have, _), (want, _) in pairs if have != want), None)
+    if reordered:
+        return "entity order", reordered
+    all_mine = [x for _, (_, numbers), _ in pairs for x in numbers]
+    all_ref = [x for _, _, (_, numbers) in pairs for x in numbers]
     if sorted(all_mine) != sorted(all_ref):
         wrong = sorted((Counter(all_mine) - Counter(all_ref)).elements())
         return "numbers copied wrong", f"{[int(x) if x.is_integer() else x for x in wrong][:6]}"
-    if all_mine != all_ref:
-        return "numbers misplaced", next(k for k in keys if mine.get(k, ([], []))[1] != ref.get(k, ([], []))[1])
+    misplaced = next((k for k, (_, have), (_, want) in pairs if have != want), None)
+    if misplaced:
+        return "numbers misplaced", misplaced
     return "model", verdict.get("miss_class") or ""
-
-
 
 
 def miss_anatomy(verdicts: list[dict[str, Any]], programs: dict[str, str], references: dict[str, str]
