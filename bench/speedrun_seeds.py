@@ -6,7 +6,7 @@ the held-out problems do not move, so the spread is the training run's, not the 
 Each seed is one ``python -m flywheel.demo --size speedrun`` run (resumable; a seed whose report exists is read,
 not re-run). Round 0 only, no zero-shot (0% on every earlier run) and no benchmark transfer (0% on every earlier run).
 
-    python bench/speedrun_seeds.py --seeds 0,1,2 --sft-steps 150
+    python bench/speedrun_seeds.py --seeds 0,1,2 --sft-steps 150 [--lr 1.5e-4]
 
 Writes bench/results/speedrun_seeds.json and .md.
 """
@@ -28,12 +28,13 @@ from bench._machine import machine  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 
 
-def run_seed(seed: int, steps: int, init: str, work: Path, reports: Path) -> dict[str, Any]:
+def run_seed(seed: int, steps: int, lr: float, init: str, work: Path, reports: Path) -> dict[str, Any]:
     report = reports / f"seed{seed}" / "results.json"
     if not report.exists():
         subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "speedrun",
                         "--work", str(work / f"seed{seed}"), "--reports", str(report.parent), "--init", init, "--no-progress",
-                        "--set", f"seed={seed}", "--set", f"sft_steps={steps}", "--set", "rounds=0",
+                        "--set", f"seed={seed}", "--set", f"sft_steps={steps}", "--set", f"lr_sft={lr}",
+                        "--set", "rounds=0",
                         "--set", "zero_shot=False", "--set", "benchmarks="], cwd=ROOT, check=True)
     return json.loads(report.read_text())
 
@@ -46,6 +47,7 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "train_s": r0["train_s"], "train_rows": r0["train_rows"],
                           "families": {f: v["pass@1_strict"] for f, v in r0["per_family"].items()},
                           "misses": r0["miss_classes"], "sft_steps": res["settings"]["sft_steps"],
+                          "lr_sft": res["settings"].get("lr_sft"),
                           "overlap": res["settings"]["heldout_in_training_store"]}
 
     def spread(key: str) -> dict[str, float]:
@@ -75,15 +77,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--lr", type=float, default=1.5e-4, help="round-0 peak learning rate (lr_sft)")
     ap.add_argument("--init", default="smollm2", help="checkpoint folder or `flywheel models import` source")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "speedrun-seeds")
     ap.add_argument("--reports", type=Path, default=ROOT / "reports" / "flywheel" / "speedrun-seeds")
     ap.add_argument("--name", default="speedrun_seeds", help="results file stem under bench/results/")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    results = {s: run_seed(s, args.sft_steps, args.init, args.work, args.reports) for s in seeds}
+    results = {s: run_seed(s, args.sft_steps, args.lr, args.init, args.work, args.reports) for s in seeds}
     summary = summarize(results)
-    out = {"bench": args.name, "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps,
+    out = {"bench": args.name, "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps, "lr_sft": args.lr,
            "command": " ".join(["python bench/speedrun_seeds.py", *sys.argv[1:]]), **summary}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
