@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench._machine import machine  # noqa: E402
+from flywheel.demo.sizes import SIZES  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -76,8 +77,9 @@ def markdown(summary: dict[str, Any]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--sft-steps", type=int, default=150)
-    ap.add_argument("--lr", type=float, default=1.5e-4, help="round-0 peak learning rate (lr_sft)")
+    speedrun = SIZES["speedrun"]  # the defaults are the speedrun size's own
+    ap.add_argument("--sft-steps", type=int, default=speedrun.sft_steps)
+    ap.add_argument("--lr", type=float, default=speedrun.lr_sft, help="round-0 peak learning rate (lr_sft)")
     ap.add_argument("--init", default="smollm2", help="checkpoint folder or `flywheel models import` source")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "speedrun-seeds")
     ap.add_argument("--reports", type=Path, default=ROOT / "reports" / "flywheel" / "speedrun-seeds")
