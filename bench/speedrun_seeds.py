@@ -29,14 +29,16 @@ from flywheel.demo.sizes import SIZES  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 
 
-def run_seed(seed: int, steps: int, lr: float, init: str, work: Path, reports: Path) -> dict[str, Any]:
+def run_seed(seed: int, steps: int, lr: float, init: str, work: Path, reports: Path,
+             extra: list[str] = ()) -> dict[str, Any]:
     report = reports / f"seed{seed}" / "results.json"
     if not report.exists():
         subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "speedrun",
                         "--work", str(work / f"seed{seed}"), "--reports", str(report.parent), "--init", init, "--no-progress",
                         "--set", f"seed={seed}", "--set", f"sft_steps={steps}", "--set", f"lr_sft={lr}",
                         "--set", "rounds=0",
-                        "--set", "zero_shot=False", "--set", "benchmarks="], cwd=ROOT, check=True)
+                        "--set", "zero_shot=False", "--set", "benchmarks=",
+                        *[a for kv in extra for a in ("--set", kv)]], cwd=ROOT, check=True)
     return json.loads(report.read_text())
 
 
@@ -49,6 +51,7 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "families": {f: v["pass@1_strict"] for f, v in r0["per_family"].items()},
                           "misses": r0["miss_classes"], "sft_steps": res["settings"]["sft_steps"],
                           "lr_sft": res["settings"].get("lr_sft"),
+                          "freeze": [res["settings"].get("freeze_layers", 0), res["settings"].get("freeze_embeddings", False)],
                           "overlap": res["settings"]["heldout_in_training_store"]}
 
     def spread(key: str) -> dict[str, float]:
@@ -80,15 +83,17 @@ def main() -> None:
     speedrun = SIZES["speedrun"]  # the defaults are the speedrun size's own
     ap.add_argument("--sft-steps", type=int, default=speedrun.sft_steps)
     ap.add_argument("--lr", type=float, default=speedrun.lr_sft, help="round-0 peak learning rate (lr_sft)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="further speedrun size fields, e.g. freeze_layers=10 (repeatable)")
     ap.add_argument("--init", default="smollm2", help="checkpoint folder or `flywheel models import` source")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "speedrun-seeds")
     ap.add_argument("--reports", type=Path, default=ROOT / "reports" / "flywheel" / "speedrun-seeds")
     ap.add_argument("--name", default="speedrun_seeds", help="results file stem under bench/results/")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    results = {s: run_seed(s, args.sft_steps, args.lr, args.init, args.work, args.reports) for s in seeds}
+    results = {s: run_seed(s, args.sft_steps, args.lr, args.init, args.work, args.reports, args.set) for s in seeds}
     summary = summarize(results)
-    out = {"bench": args.name, "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps, "lr_sft": args.lr,
+    out = {"bench": args.name, "machine": machine(), "seeds": seeds, "sft_steps": args.sft_steps, "lr_sft": args.lr, "set": args.set,
            "command": " ".join(["python bench/speedrun_seeds.py", *sys.argv[1:]]), **summary}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2, default=str) + "\n")

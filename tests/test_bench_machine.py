@@ -37,8 +37,11 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
               "train_rows": 574, "per_family": {"diet": {"pass@1_strict": strict}}, "miss_classes": {}}
         return {"rounds": [{"round": "base"}, r0], "settings": {"sft_steps": 120, "lr_sft": 3e-4, "heldout_in_training_store": 0}}
 
-    s = summarize({2: result(0.9, 1000.0), 0: result(0.8, 1200.0)})
+    frozen = result(0.9, 1000.0)
+    frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True}
+    s = summarize({2: frozen, 0: result(0.8, 1200.0)})
     assert list(s["per_seed"]) == [0, 2]
+    assert s["per_seed"][2]["freeze"] == [10, True] and s["per_seed"][0]["freeze"] == [0, False]
     assert s["per_seed"][0]["lr_sft"] == 3e-4  # each seed's row says which learning rate trained it
     assert s["strict"]["mean"] == pytest.approx(0.85) and s["strict"]["std"] == pytest.approx(0.0707, abs=1e-4)
     assert (s["strict"]["min"], s["strict"]["max"], s["train_s"]["mean"]) == (0.8, 0.9, 1100.0)

@@ -3,6 +3,7 @@ here), the checkpoint's own chat template for the loss mask, the dtype probe, Te
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,51 @@ def _trainable(t: Trainer) -> int:
 
 def _total(t: Trainer) -> int:
     return sum(p.numel() for p in t.model.parameters())
+
+
+@pytest.mark.parametrize("r", [0, 8])
+def test_partial_finetuning_freezes_the_bottom(setup, tmp_path: Path, r: int) -> None:
+    """``train.freeze_layers`` / ``freeze_embeddings``: the frozen weights stay bit-identical through training, get no
+    gradient and no optimizer state, and nothing below the first trainable layer takes part in the backward."""
+    over = {"model.path": str(setup["init"]), "data.sources": [{"path": str(setup["sft"]), "name": "sft"}],
+            "train.steps": 2, "train.batch_rows": 4, "train.micro_batch": 4, "train.warmup_steps": 1,
+            "train.eval_every": 0, "data.seq_len": 512, "data.val_rows": 4, "train.freeze_layers": 1,
+            "train.freeze_embeddings": True, "lora.r": r}
+    trainer = Trainer(load_recipe("sft", over), tmp_path / "run", quiet=True)
+    named = dict(trainer.model.named_parameters())
+    frozen = {n for n, p in named.items() if not p.requires_grad}
+    assert any("embed_tokens" in n for n in frozen) and any(".layers.0." in n for n in frozen)
+    # layer 1 keeps training (under LoRA: its adapters; peft freezes every base weight itself)
+    assert not any(".layers.1." in n and ("lora_" in n or r == 0) for n in frozen)
+    if r:
+        assert any(".layers.0." in n and "lora_" in n for n in frozen)
+    before = {n: p.detach().clone() for n, p in named.items()}
+    needs_grad: dict[int, bool] = {}
+    layers = trainer.model.get_base_model().model.layers if r else trainer.model.model.layers
+    hooks = [layer.register_forward_hook(lambda _m, _a, out, i=i: needs_grad.__setitem__(
+        i, (out[0] if isinstance(out, tuple) else out).requires_grad)) for i, layer in enumerate(layers)]
+    trainer.train_step()
+    for h in hooks:
+        h.remove()
+    assert needs_grad == {0: False, 1: True}  # layer 0's output carries no graph: its backward is never computed
+    assert all(named[n].grad is None for n in frozen)
+    state = {id(p) for g in trainer.optimizer.param_groups for p in g["params"]}
+    assert not any(id(named[n]) in state for n in frozen)
+    trainer.train()
+    changed = {n for n, p in named.items() if not torch.equal(p.detach(), before[n])}
+    assert changed and not changed & frozen
+    path = trainer.finish()
+    info = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert info["trainable_params"] == sum(p.numel() for n, p in named.items() if n not in frozen)
+    assert (path / "model.safetensors").is_file()
+
+
+def test_freezing_more_layers_than_the_model_has_names_the_field(setup, tmp_path: Path) -> None:
+    from solvers.errors import ConfigError
+
+    over = {"model.path": str(setup["init"]), "data.sources": [{"path": str(setup["sft"]), "name": "sft"}],
+            "data.seq_len": 512, "data.val_rows": 4, "train.batch_rows": 4, "train.micro_batch": 4,
+            "train.freeze_layers": 3}
+    with pytest.raises(ConfigError, match="freeze_layers 3 exceeds the model's 2 decoder layers") as err:
+        Trainer(load_recipe("sft", over), tmp_path / "run", quiet=True)
+    assert err.value.culprit == "train.freeze_layers"

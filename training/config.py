@@ -59,6 +59,9 @@ class TrainSection(_Section):
         "auto", description="bf16 = autocast (weights and optimizer stay fp32); auto = the faster of the two on this "
         "device by a matmul probe at start-up (recorded in config.json and metrics)")
     activation_checkpointing: bool = False
+    freeze_layers: int = Field(0, ge=0, description="partial fine-tuning: freeze the lowest N decoder layers (their "
+                               "backward is skipped altogether once the embeddings are frozen too); 0 = none")
+    freeze_embeddings: bool = Field(False, description="freeze the input embeddings (and an LM head tied to them)")
     seed: int = Field(0, ge=0)
     log_every: int = Field(1, gt=0)
     eval_every: int = Field(25, ge=0, description="val-loss interval in steps; 0 = only at the end")

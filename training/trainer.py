@@ -44,7 +44,7 @@ from training.flops import (
 )
 from training.logs import MetricsLog, TensorBoardLog, plot_curves, read_metrics
 from training.lora import apply_lora, merged_state_dict
-from training.models import build_model, enable_activation_checkpointing
+from training.models import build_model, enable_activation_checkpointing, freeze_bottom
 from training.moe import MoEBalancer, load_summary
 from training.precision import probe_dtype
 from training.tokenizer import BOS, load_tokenizer, train_tokenizer
@@ -137,6 +137,8 @@ class Trainer:
         if self.lora:
             self.model = apply_lora(self.model, r.lora, ckpt)
         self._kernels()
+        if r.train.freeze_layers or r.train.freeze_embeddings:
+            freeze_bottom(self.model, r.train.freeze_layers, r.train.freeze_embeddings)
         if r.train.activation_checkpointing:
             enable_activation_checkpointing(self.model)
         self.model.config.use_cache = False

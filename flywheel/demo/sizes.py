@@ -70,6 +70,8 @@ class DemoSize:
     batch_rows: int = 4
     micro_batch: int = 0  # rows per forward/backward (0 = batch_rows); fewer rows, less activation memory
     lr_sft: float = 1.5e-4
+    freeze_layers: int = 0  # every SFT of the run: freeze the lowest N decoder layers ([train] freeze_layers)
+    freeze_embeddings: bool = False  # ... and the input embeddings (with a tied head); skips their whole backward
     policy_share: float = 0.5  # rounds >= 1: share of each retraining batch drawn from the accepted policy samples
     #                            (the rest replays round 0's references); 0 = in proportion to the rows
     policy_repeats: float = 4.0  # ... capped so that each accepted sample is drawn at most this often per retraining
