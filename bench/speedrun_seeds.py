@@ -18,6 +18,7 @@ import json
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ RESULTS = ROOT / "bench" / "results"
 
 
 def run_seed(seed: int, steps: int, lr: float, init: str, work: Path, reports: Path,
-             extra: list[str] = ()) -> dict[str, Any]:
+             extra: Sequence[str] = ()) -> dict[str, Any]:
     report = reports / f"seed{seed}" / "results.json"
     if not report.exists():
         subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "speedrun",

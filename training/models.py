@@ -123,21 +123,17 @@ def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
     return max(stacks, key=len)
 
 
-def freeze_bottom(model: torch.nn.Module, layers: int, embeddings: bool) -> int:
+def freeze_bottom(model: torch.nn.Module, layers: int, embeddings: bool) -> None:
     """Partial fine-tuning: stop the gradients of the input embeddings (and an LM head tied to them) and of the lowest
-    ``layers`` decoder layers; returns the number of parameters frozen. With the embeddings frozen, autograd computes
-    no backward at all below the first trainable layer (no input reaches it requiring a gradient), so the saving is
-    those layers' whole backward (about two thirds of their compute) and their optimizer state."""
-    stack = decoder_layers(model) if layers else None
-    if stack is not None and layers > len(stack):
-        raise ConfigError(f"freeze_layers {layers} exceeds the model's {len(stack)} decoder layers",
-                          culprit="train.freeze_layers")
-    frozen: list[torch.nn.Parameter] = []
-    if embeddings:
-        frozen += list(model.get_input_embeddings().parameters())
-    if stack is not None:
-        for layer in stack[:layers]:
-            frozen += list(layer.parameters())
-    for p in frozen:
-        p.requires_grad_(False)
-    return sum(p.numel() for p in {id(p): p for p in frozen}.values())
+    ``layers`` decoder layers. With the embeddings frozen, autograd computes no backward at all below the first
+    trainable layer (no input reaches it requiring a gradient), so the saving is those layers' whole backward (about
+    two thirds of their compute) and their optimizer state."""
+    modules: list[torch.nn.Module] = [model.get_input_embeddings()] if embeddings else []
+    if layers:
+        stack = decoder_layers(model)
+        if layers > len(stack):
+            raise ConfigError(f"freeze_layers {layers} exceeds the model's {len(stack)} decoder layers",
+                              culprit="train.freeze_layers")
+        modules += list(stack[:layers])
+    for module in modules:
+        module.requires_grad_(False)

@@ -137,8 +137,7 @@ class Trainer:
         if self.lora:
             self.model = apply_lora(self.model, r.lora, ckpt)
         self._kernels()
-        if r.train.freeze_layers or r.train.freeze_embeddings:
-            freeze_bottom(self.model, r.train.freeze_layers, r.train.freeze_embeddings)
+        freeze_bottom(self.model, r.train.freeze_layers, r.train.freeze_embeddings)
         if r.train.activation_checkpointing:
             enable_activation_checkpointing(self.model)
         self.model.config.use_cache = False
