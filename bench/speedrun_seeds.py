@@ -53,6 +53,8 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "misses": r0["miss_classes"], "sft_steps": res["settings"]["sft_steps"],
                           "lr_sft": res["settings"].get("lr_sft"),
                           "freeze": [res["settings"].get("freeze_layers", 0), res["settings"].get("freeze_embeddings", False)],
+                          "compile": res["settings"].get("compile", False),
+                          "length_groups": res["settings"].get("length_groups", 0),
                           "overlap": res["settings"]["heldout_in_training_store"]}
 
     def spread(key: str) -> dict[str, float]:

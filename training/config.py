@@ -43,6 +43,8 @@ class DataSection(_Section):
     sources: list[SourceSection] = Field(default_factory=list, description="shard directories and weights")
     seq_len: int = Field(128, gt=8, description="packed row length in tokens")
     val_rows: int = Field(16, gt=0, description="held-out packed rows used for val loss (per source)")
+    length_groups: int = Field(0, ge=0, description="sort each run of this many rows of an epoch's shuffled order "
+                               "by length, so a step's rows carry less padding (HF group_by_length); 0 = off")
 
 
 class TrainSection(_Section):
@@ -59,6 +61,8 @@ class TrainSection(_Section):
         "auto", description="bf16 = autocast (weights and optimizer stay fp32); auto = the faster of the two on this "
         "device by a matmul probe at start-up (recorded in config.json and metrics)")
     activation_checkpointing: bool = False
+    compile: bool = Field(False, description="torch.compile each decoder layer (dynamic sequence length); the first step "
+                          "pays the compile, later runs on the machine hit inductor's disk cache")
     freeze_layers: int = Field(0, ge=0, description="partial fine-tuning: freeze the lowest N decoder layers (their "
                                "backward is skipped altogether once the embeddings are frozen too); 0 = none")
     freeze_embeddings: bool = Field(False, description="freeze the input embeddings (and an LM head tied to them)")

@@ -15,6 +15,10 @@ longer than a row is cut into row-sized pieces, each its own document; an SFT do
 Mixtures. Each source is packed separately (a row never mixes sources); a step's rows are drawn from the sources by
 weight with a generator seeded from (seed, step), and each source walks its own shuffled row order epoch after
 epoch. The whole data position is therefore a few integers (``state_dict``), which is what resume saves.
+
+Length grouping (``length_groups`` = G > 0, HF's ``group_by_length``): each epoch's shuffled order is cut into runs of
+G rows and each run is sorted by row length (longest first), so a step's rows, drawn one after another, have similar
+lengths and ``trim_tail`` cuts less padding; every row is still drawn once per epoch.
 """
 
 from __future__ import annotations
@@ -151,6 +155,13 @@ def pack(docs: Sequence[Document], seq_len: int, pad_id: int, split_long: bool) 
     return Packed(t[:, 0].contiguous(), t[:, 1].contiguous(), t[:, 2].contiguous(), truncated, len(pieces))
 
 
+def row_lengths(rows: Packed) -> np.ndarray:
+    """Per row, one past its last target column (0 for a row without targets): the columns ``trim_tail`` keeps."""
+    keep = (rows.labels != IGNORE).numpy()
+    last = keep.shape[1] - np.argmax(keep[:, ::-1], axis=1)
+    return np.where(keep.any(1), last, 0)
+
+
 def trim_tail(batch: Packed) -> Packed:
     """The rows cut after the batch's last target column, each row's tail after its last target renumbered to
     continue its position run: nothing there can change the loss or a gradient (attention is causal and those
@@ -201,10 +212,13 @@ class Mixture:
     sources: list[Source]
     seed: int
     cursor: dict[str, list[int]] = field(default_factory=dict)  # name -> [epoch, index]
+    length_groups: int = 0  # sort each run of this many rows of an epoch's order by length (0 = plain shuffle)
 
     def __post_init__(self) -> None:
         for s in self.sources:
             self.cursor.setdefault(s.name, [0, 0])
+        # A row's length as trim_tail sees it: one past its last target column.
+        self._lengths = [row_lengths(s.train) for s in self.sources] if self.length_groups else []
 
     def set_weights(self, weights: dict[str, float]) -> None:
         for s in self.sources:
@@ -212,7 +226,12 @@ class Mixture:
 
     def _order(self, index: int, epoch: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, index, epoch])
-        return rng.permutation(len(self.sources[index].train))
+        order = rng.permutation(len(self.sources[index].train))
+        if self.length_groups > 1:
+            lengths, g = self._lengths[index], self.length_groups
+            order = np.concatenate([run[np.argsort(-lengths[run], kind="stable")]
+                                    for run in np.split(order, range(g, len(order), g))])
+        return order
 
     def next_batch(self, step: int, rows: int) -> Packed:
         """The ``rows`` rows of optimizer step ``step`` (the same rows for the same step and cursor state)."""

@@ -44,7 +44,7 @@ from training.flops import (
 )
 from training.logs import MetricsLog, TensorBoardLog, plot_curves, read_metrics
 from training.lora import apply_lora, merged_state_dict
-from training.models import build_model, enable_activation_checkpointing, freeze_bottom
+from training.models import build_model, compile_layers, enable_activation_checkpointing, freeze_bottom
 from training.moe import MoEBalancer, load_summary
 from training.precision import probe_dtype
 from training.tokenizer import BOS, load_tokenizer, train_tokenizer
@@ -109,7 +109,7 @@ class Trainer:
         self.sources: list[Source] = [
             load_source(s.path, s.name, s.weight, self.tokenizer, r.data.seq_len, r.data.val_rows)
             for s in r.data.sources]
-        self.mixture = Mixture(self.sources, r.train.seed)
+        self.mixture = Mixture(self.sources, r.train.seed, length_groups=r.data.length_groups)
         ids = {"bos_token_id": self.tokenizer.convert_tokens_to_ids(BOS), "eos_token_id": self.tokenizer.eos_token_id,
                "pad_token_id": self.tokenizer.pad_token_id}
         # A LoRA run resumes from its base weights plus the checkpoint's adapter/ (the merged copy is for inference).
@@ -143,6 +143,8 @@ class Trainer:
         self.model.config.use_cache = False
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
+        if r.train.compile:
+            compile_layers(self.model)
         self._select_head_inputs()
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         decay = [p for p in trainable if p.dim() >= 2]
@@ -342,7 +344,9 @@ class Trainer:
             for i in range(0, len(src.val), mb):
                 part = trim_tail(Packed(src.val.input_ids[i:i + mb], src.val.position_ids[i:i + mb],
                                         src.val.labels[i:i + mb]))
-                ce, n = self._ce_sum(part)
+                # A compiled decoder runs eager here: a few no-grad batches are not worth a second compile.
+                with torch.compiler.set_stance("force_eager"):
+                    ce, n = self._ce_sum(part)
                 total, count = total + float(ce), count + n
             result[f"val_loss/{src.name}"] = total / max(1, count)
         self.balancer.stats = {}

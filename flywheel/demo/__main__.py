@@ -175,6 +175,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "round_hf_dtype": size.round_hf_dtype, "round_repeat_stop": size.round_repeat_stop,
                          "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
                          "freeze_layers": size.freeze_layers, "freeze_embeddings": size.freeze_embeddings,
+                         "compile": size.compile, "length_groups": size.length_groups,
                          "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
                          "benchmarks": list(size.benchmarks), "bench_limit": size.bench_limit,
                          "overrides": list(settings or []),

@@ -271,10 +271,10 @@ class Demo:
         text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n'
                 f"overrides = {{{overrides}}}\n\n"
                 f'[tokenizer]\npath = "{tokenizer or ""}"\nvocab_size = {s.tokenizer_vocab}\n\n'
-                f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\n\n"
+                f"[data]\nseq_len = {seq_len}\nval_rows = {s.val_rows}\nlength_groups = {s.length_groups}\n\n"
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.micro_batch or s.batch_rows}\n"
                 f"lr = {lr}\nfreeze_layers = {s.freeze_layers}\n"
-                f"freeze_embeddings = {str(s.freeze_embeddings).lower()}\n"
+                f"freeze_embeddings = {str(s.freeze_embeddings).lower()}\ncompile = {str(s.compile).lower()}\n"
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
                 f"seed = {seed}\n\n"
                 + "\n".join(sources))

@@ -72,6 +72,8 @@ class DemoSize:
     lr_sft: float = 1.5e-4
     freeze_layers: int = 0  # every SFT of the run: freeze the lowest N decoder layers ([train] freeze_layers)
     freeze_embeddings: bool = False  # ... and the input embeddings (with a tied head); skips their whole backward
+    compile: bool = False  # every SFT of the run: torch.compile the decoder layers ([train] compile)
+    length_groups: int = 0  # ... and draw each step's rows from length-sorted runs of this many ([data] length_groups)
     policy_share: float = 0.5  # rounds >= 1: share of each retraining batch drawn from the accepted policy samples
     #                            (the rest replays round 0's references); 0 = in proportion to the rows
     policy_repeats: float = 4.0  # ... capped so that each accepted sample is drawn at most this often per retraining
@@ -101,8 +103,9 @@ class DemoSize:
 
 SIZES: dict[str, DemoSize] = {
     # 150 round-0 steps (600 rows, about one epoch of the 574): on generator v2 three seeds scored 88.3 / 90.0 / 91.7%
-    # strict (120 steps: 85.0%), in 22-25 minutes of training on a quiet AMX Xeon (bench/speedrun_seeds.py)
-    "speedrun": DemoSize(name="speedrun", sft_steps=150),
+    # strict (120 steps: 85.0%), in 22-25 minutes of training on a quiet AMX Xeon (bench/speedrun_seeds.py). Compiled
+    # layers and length-grouped rows cut the step from ~9.2 s to ~6.2-6.6 s there (runs/kt race, README).
+    "speedrun": DemoSize(name="speedrun", sft_steps=150, compile=True, length_groups=32),
     # Sized for a 2-core CPU (the measured stage times are in the README): 1,400 reference problems (~1,320 SFT
     # rows), 190 SFT steps of 4 rows at seq 2048 (one epoch; 100 steps over 455 rows scored 0%), 66 held-out
     # problems (every family at one of the three difficulties), generation up to 1,500 tokens (the compact programs'
