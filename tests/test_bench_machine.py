@@ -47,3 +47,19 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
     assert (s["strict"]["min"], s["strict"]["max"], s["train_s"]["mean"]) == (0.8, 0.9, 1100.0)
     md = markdown(s)
     assert "85.0% +- 7.1" in md and max(len(line) for line in md.splitlines()) <= 80
+
+
+def test_train_settings_arms_parse_typed_overrides() -> None:
+    from bench.train_settings import ARMS, parse_arm
+
+    assert parse_arm("both=train.compile=true,data.length_groups=32") == (
+        "both", {"train.compile": True, "data.length_groups": 32})
+    assert parse_arm("x=train.dtype=bf16") == ("x", {"train.dtype": "bf16"})  # not JSON: kept as a string
+    assert parse_arm("plain=") == ("plain", {})
+    # the default arms are valid recipe overrides, the first being the plain trainer
+    from training.config import load_recipe
+
+    for spec in ARMS:
+        name, over = parse_arm(spec)
+        load_recipe("sft", over)
+    assert parse_arm(ARMS[0])[1] == {"train.compile": False, "data.length_groups": 0}

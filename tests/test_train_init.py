@@ -181,3 +181,16 @@ def test_compiled_decoder_trains_like_eager_and_saves_plain_names(setup, tmp_pat
     assert comp == pytest.approx(eager, rel=1e-3) and val_c == pytest.approx(val_e, rel=1e-3)
     names = set(AutoModelForCausalLM.from_pretrained(path).state_dict())
     assert not any("_orig_mod" in n for n in names) and "model.layers.0.self_attn.q_proj.weight" in names
+
+
+def test_compile_without_a_cpp_compiler_names_the_field(setup, tmp_path: Path, monkeypatch) -> None:
+    from solvers.errors import ConfigError
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no g++ / clang++ here
+    monkeypatch.delenv("CXX", raising=False)
+    over = {"model.path": str(setup["init"]), "data.sources": [{"path": str(setup["sft"]), "name": "sft"}],
+            "data.seq_len": 512, "data.val_rows": 4, "train.batch_rows": 4, "train.micro_batch": 4,
+            "train.compile": True}
+    with pytest.raises(ConfigError, match="C\\+\\+ compiler") as err:
+        Trainer(load_recipe("sft", over), tmp_path / "run", quiet=True)
+    assert err.value.culprit == "train.compile"

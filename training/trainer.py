@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -144,6 +145,10 @@ class Trainer:
         self.balancer = MoEBalancer(self.model, r.moe.aux_loss_coef, r.moe.bias_update_rate)
         self.model = shard_model(self.model, self.world)
         if r.train.compile:
+            if self.device.name == "cpu" and not any(map(shutil.which, (os.environ.get("CXX", "g++"), "clang++"))):
+                raise ConfigError("train.compile needs a C++ compiler for torch inductor on CPU (g++ or clang++, or "
+                                  "$CXX); none is on PATH: install one or set compile = false",
+                                  culprit="train.compile")
             compile_layers(self.model)
         self._select_head_inputs()
         trainable = [p for p in self.model.parameters() if p.requires_grad]
