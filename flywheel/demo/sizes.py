@@ -104,7 +104,8 @@ class DemoSize:
 SIZES: dict[str, DemoSize] = {
     # 150 round-0 steps (600 rows, about one epoch of the 574): on generator v2 three seeds scored 88.3 / 90.0 / 91.7%
     # strict (120 steps: 85.0%), in 22-25 minutes of training on a quiet AMX Xeon (bench/speedrun_seeds.py). Compiled
-    # layers and length-grouped rows cut the step from ~9.2 s to ~6.2-6.6 s there (runs/kt race, README).
+    # layers and length-grouped rows: 1.34x per step (bench/train_settings.py), 89.4% strict in 18.7-19.2 minutes on
+    # the unthrottled seeds (bench/results/speedrun_compile.md).
     "speedrun": DemoSize(name="speedrun", sft_steps=150, compile=True, length_groups=32),
     # Sized for a 2-core CPU (the measured stage times are in the README): 1,400 reference problems (~1,320 SFT
     # rows), 190 SFT steps of 4 rows at seq 2048 (one epoch; 100 steps over 455 rows scored 0%), 66 held-out
