@@ -219,18 +219,23 @@ class Mixture:
             self.cursor.setdefault(s.name, [0, 0])
         # A row's length as trim_tail sees it: one past its last target column.
         self._lengths = [row_lengths(s.train) for s in self.sources] if self.length_groups else []
+        self._orders: dict[int, tuple[int, np.ndarray]] = {}  # source index -> (epoch, its order): one per draw
 
     def set_weights(self, weights: dict[str, float]) -> None:
         for s in self.sources:
             s.weight = weights.get(s.name, 0.0)
 
     def _order(self, index: int, epoch: int) -> np.ndarray:
+        cached = self._orders.get(index)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
         rng = np.random.default_rng([self.seed, index, epoch])
         order = rng.permutation(len(self.sources[index].train))
         if self.length_groups > 1:
             lengths, g = self._lengths[index], self.length_groups
             order = np.concatenate([run[np.argsort(-lengths[run], kind="stable")]
                                     for run in np.split(order, range(g, len(order), g))])
+        self._orders[index] = (epoch, order)
         return order
 
     def next_batch(self, step: int, rows: int) -> Packed:

@@ -115,16 +115,12 @@ def enable_activation_checkpointing(model: PreTrainedModel) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
-def _layer_stack(model: torch.nn.Module, culprit: str) -> tuple[str, torch.nn.ModuleList]:
-    stacks = [(n, m) for n, m in model.named_modules() if n.endswith("layers") and isinstance(m, torch.nn.ModuleList)]
+def decoder_layers(model: torch.nn.Module, culprit: str = "train.freeze_layers") -> torch.nn.ModuleList:
+    """The decoder's stack of layers (``model.model.layers`` in Llama/Qwen/DeepSeek; found through a peft wrap)."""
+    stacks = [m for n, m in model.named_modules() if n.endswith("layers") and isinstance(m, torch.nn.ModuleList)]
     if not stacks:
         raise ConfigError(f"{type(model).__name__} has no decoder layer stack", culprit=culprit)
-    return max(stacks, key=lambda nm: len(nm[1]))
-
-
-def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    """The decoder's stack of layers (``model.model.layers`` in Llama/Qwen/DeepSeek; found through a peft wrap)."""
-    return _layer_stack(model, "train.freeze_layers")[1]
+    return max(stacks, key=len)
 
 
 def compile_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
@@ -133,7 +129,7 @@ def compile_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
     one compiled graph (dynamo treats a module's parameters as graph inputs), so 30 layers compile once: ~25 s on two
     CPU cores, where compiling the whole decoder stack as one graph took ~200 s for the same step time. Embeddings,
     final norm, LM head and loss stay eager (the trainer's target-position hook runs there)."""
-    stack = _layer_stack(model, "train.compile")[1]
+    stack = decoder_layers(model, "train.compile")
     for layer in stack:
         layer.compile(dynamic=True)
     return stack
