@@ -51,6 +51,8 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "train_s": r0["train_s"], "train_rows": r0["train_rows"],
                           "families": {f: v["pass@1_strict"] for f, v in r0["per_family"].items()},
                           "misses": r0["miss_classes"], "sft_steps": res["settings"]["sft_steps"],
+                          "steps": r0.get("steps") or res["settings"]["sft_steps"],  # fewer where a budget cut it
+                          "sft_budget_s": res["settings"].get("sft_budget_s", 0.0),
                           "lr_sft": res["settings"].get("lr_sft"),
                           "freeze": [res["settings"].get("freeze_layers", 0), res["settings"].get("freeze_embeddings", False)],
                           "compile": res["settings"].get("compile", False),
@@ -69,13 +71,14 @@ def markdown(summary: dict[str, Any]) -> str:
     seeds = summary["per_seed"]
     fams = sorted(next(iter(seeds.values()))["families"])
     short = {f: f.split("_")[0][:10] for f in fams}
-    lines = ["| seed | train s | strict | lenient | " + " | ".join(short[f] for f in fams) + " |",
-             "|---:|---:|---:|---:|" + "---:|" * len(fams)]
+    lines = ["| seed | steps | train s | strict | lenient | " + " | ".join(short[f] for f in fams) + " |",
+             "|---:|---:|---:|---:|---:|" + "---:|" * len(fams)]
     for seed, s in seeds.items():
-        lines.append(f"| {seed} | {s['train_s']:.0f} | {100 * s['strict']:.1f}% | {100 * s['lenient']:.1f}% | "
+        lines.append(f"| {seed} | {s['steps']} | {s['train_s']:.0f} | {100 * s['strict']:.1f}% | "
+                     f"{100 * s['lenient']:.1f}% | "
                      + " | ".join(f"{100 * s['families'][f]:.0f}%" for f in fams) + " |")
     st, le = summary["strict"], summary["lenient"]
-    lines.append(f"| mean | {summary['train_s']['mean']:.0f} | {100 * st['mean']:.1f}% +- {100 * st['std']:.1f} | "
+    lines.append(f"| mean | | {summary['train_s']['mean']:.0f} | {100 * st['mean']:.1f}% +- {100 * st['std']:.1f} | "
                  f"{100 * le['mean']:.1f}% +- {100 * le['std']:.1f} |" + " |" * len(fams))
     return "\n".join(lines) + "\n"
 

@@ -38,8 +38,11 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
         return {"rounds": [{"round": "base"}, r0], "settings": {"sft_steps": 120, "lr_sft": 3e-4, "heldout_in_training_store": 0}}
 
     frozen = result(0.9, 1000.0)
-    frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True}
+    frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True, "sft_budget_s": 1140.0}
+    frozen["rounds"][1]["steps"] = 97  # a time budget cut this seed's run short of its 120 steps
     s = summarize({2: frozen, 0: result(0.8, 1200.0)})
+    assert (s["per_seed"][2]["steps"], s["per_seed"][2]["sft_budget_s"]) == (97, 1140.0)
+    assert (s["per_seed"][0]["steps"], s["per_seed"][0]["sft_budget_s"]) == (120, 0.0)  # no record: the recipe's
     assert list(s["per_seed"]) == [0, 2]
     assert s["per_seed"][2]["freeze"] == [10, True] and s["per_seed"][0]["freeze"] == [0, False]
     assert s["per_seed"][0]["lr_sft"] == 3e-4  # each seed's row says which learning rate trained it
@@ -47,6 +50,7 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
     assert (s["strict"]["min"], s["strict"]["max"], s["train_s"]["mean"]) == (0.8, 0.9, 1100.0)
     md = markdown(s)
     assert "85.0% +- 7.1" in md and max(len(line) for line in md.splitlines()) <= 80
+    assert "| 2 | 97 | 1000 |" in md and "| 0 | 120 | 1200 |" in md
 
 
 def test_train_settings_arms_parse_typed_overrides() -> None:

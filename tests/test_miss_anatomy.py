@@ -31,14 +31,19 @@ def test_the_reference_itself_differs_only_in_its_model(reference: str) -> None:
 
 
 def test_each_data_mistake_gets_its_class(reference: str) -> None:
-    dest = _line(reference, "destinations = ")
-    names = re.findall(r'"([^"]+)"', dest)
-    dropped = reference.replace(dest, "destinations = [" + ", ".join(f'"{n}"' for n in names[:-1]) + "]")
+    # The destinations are written as the demand dict's keys (``destinations = list(demand)``): a name dropped
+    # from, or reordered in, that dict is the entity mistake.
+    assert "destinations = list(demand)" in reference
+    demand = _line(reference, "demand = ")
+    pairs = re.findall(r'"[^"]+": \d+', demand)
+    names = re.findall(r'"([^"]+)":', demand)
+    assert len(pairs) == len(names) >= 2
+    dropped = reference.replace(demand, "demand = {" + ", ".join(pairs[:-1]) + "}")
     kind, detail = classify(RAN, dropped, reference)
-    assert kind == "entities" and names[-1] in detail and detail.startswith("destinations")
+    assert kind == "entities" and names[-1] in detail and detail.startswith("demand")
 
-    shuffled = reference.replace(dest, "destinations = [" + ", ".join(f'"{n}"' for n in names[::-1]) + "]")
-    assert classify(RAN, shuffled, reference) == ("entity order", "destinations")
+    shuffled = reference.replace(demand, "demand = {" + ", ".join(pairs[::-1]) + "}")
+    assert classify(RAN, shuffled, reference) == ("entity order", "demand")
 
     supply = _line(reference, "supply = ")
     first = re.search(r": (\d+)", supply)
@@ -64,8 +69,8 @@ def test_a_program_without_a_solve_is_a_build_error(reference: str) -> None:
 
 
 def test_counts_cover_the_strict_misses_only(reference: str) -> None:
-    dest = _line(reference, "destinations = ")
-    reordered = reference.replace(dest, dest.replace("[", "[\"Extra\", ", 1))
+    demand = _line(reference, "demand = ")
+    reordered = reference.replace(demand, demand.replace("{", '{"Extra": 5, ', 1))  # an entity the question lacks
     verdicts = [{"id": "a", "passed": {"strict": True}, **RAN},  # passed: not counted whatever its program
                 {"id": "b", "passed": {"strict": False}, **RAN},
                 {"id": "c", "passed": {"strict": False}, **RAN},

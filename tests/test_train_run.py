@@ -241,3 +241,64 @@ def test_a_table_that_leaves_the_head_alone_keeps_the_target_positions_path(shar
             assert trainer._head_hook is not None
             assert seen and seen[-1][:-1] == (int(keep.sum()),)
         assert torch.isfinite(ce)
+
+
+def _clocked(monkeypatch, seconds_at_step) -> list:
+    """The trainer's clock as a function of its own step count (``seconds_at_step(step)``), so what a time budget
+    decides does not depend on how fast this machine runs the tiny model."""
+    import types
+
+    import training.trainer as trainer_mod
+
+    ref: list = []
+    fake = types.SimpleNamespace(perf_counter=lambda: seconds_at_step(ref[0].step) if ref else 0.0)
+    monkeypatch.setattr(trainer_mod, "time", fake)
+    return ref
+
+
+def test_a_time_budget_cuts_the_run_and_ends_the_schedule_there(shards, tmp_path, monkeypatch) -> None:
+    recipe = _recipe("cpt", [{"path": str(shards["cpt"]), "name": "cpt"}], steps=50, warmup_steps=4, lr=1e-3,
+                     min_lr_ratio=0.1, time_budget_s=95.0)
+    ref = _clocked(monkeypatch, lambda step: 10.0 * step)  # 10 s a step, start-up free
+    trainer = Trainer(recipe, tmp_path / "budget")
+    ref.append(trainer)
+    history = trainer.train()
+    trainer.finish()
+    # At the end of warm-up (step 4, 40 s gone, 10 s a step) 5 more steps fit 95 s: the run is 9 steps, not 50,
+    # and its cosine reaches the floor on the last of them instead of sitting near the peak.
+    assert [r["step"] for r in history] == list(range(1, 10))
+    assert history[3]["budget_plan"] == {"total_steps": 9, "step_s": 10.0, "at_step": 4, "budget_s": 95.0}
+    assert history[-1]["lr"] == pytest.approx(1e-3 * 0.1)
+    assert history[4]["lr"] < history[3]["lr"]  # decaying right after warm-up, as a 9-step schedule does
+    assert "val_loss/cpt" in history[-1]  # the final evaluation runs at the planned end
+    state = torch.load(tmp_path / "budget" / "final" / "trainer_state.pt", weights_only=False)
+    assert state["budget_plan"]["total_steps"] == 9
+
+    # Resumed from its last checkpoint, the run keeps its plan: nothing left to train.
+    resumed = Trainer(recipe, tmp_path / "budget", resume=str(tmp_path / "budget"))
+    ref[0] = resumed
+    assert resumed.total_steps == 9 and resumed.step == 9 and resumed.train() == []
+    # The same checkpoint resumed without a budget trains to the recipe's steps (a plan binds budgeted runs only).
+    unbudgeted = recipe.model_copy(update={"train": recipe.train.model_copy(update={"time_budget_s": 0.0})})
+    assert Trainer(unbudgeted, tmp_path / "budget2", resume=str(tmp_path / "budget")).total_steps == 50
+
+
+def test_a_machine_that_slows_after_the_plan_stops_inside_the_budget(shards, tmp_path, monkeypatch) -> None:
+    recipe = _recipe("cpt", [{"path": str(shards["cpt"]), "name": "cpt"}], steps=50, warmup_steps=4,
+                     time_budget_s=95.0)
+    # 10 s a step through step 6, then 30 s: planned for 9 steps, step 7 ends at 90 s and an 8th would not fit.
+    ref = _clocked(monkeypatch, lambda step: 10.0 * step if step <= 6 else 60.0 + 30.0 * (step - 6))
+    trainer = Trainer(recipe, tmp_path / "slow")
+    ref.append(trainer)
+    history = trainer.train()
+    assert history[3]["budget_plan"]["total_steps"] == 9
+    assert [r["step"] for r in history][-1] == 7 and history[-1]["budget_stop"] == 7
+    assert trainer.planned == {"total_steps": 9, "step_s": 10.0, "at_step": 4, "budget_s": 95.0, "stopped_at": 7}
+    trainer.balancer.remove()
+
+
+def test_a_time_budget_on_a_progressive_recipe_names_the_field() -> None:
+    from solvers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="time_budget_s"):
+        load_recipe("progressive", {"train.time_budget_s": 60.0})

@@ -70,6 +70,9 @@ class TrainSection(_Section):
     log_every: int = Field(1, gt=0)
     eval_every: int = Field(25, ge=0, description="val-loss interval in steps; 0 = only at the end")
     save_every: int = Field(0, ge=0, description="checkpoint interval in steps; 0 = only the final one")
+    time_budget_s: float = Field(0, ge=0, description="wall-clock budget in seconds from the trainer's start to its "
+                                 "last step (0 = off): at the end of warm-up the run is cut to the steps that fit "
+                                 "(at most `steps`) and the cosine schedule ends there; the final save comes after")
     init_seed: int | None = Field(None, description="seed of random init; default = seed")
 
 
@@ -118,6 +121,8 @@ class RecipeConfig(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> RecipeConfig:
+        if self.train.time_budget_s and self.kind == "progressive":
+            raise ValueError("train.time_budget_s is for cpt and sft recipes: a progressive recipe's stages are steps")
         if self.train.batch_rows % self.train.micro_batch:
             raise ValueError(f"train.batch_rows ({self.train.batch_rows}) must be a multiple of train.micro_batch "
                              f"({self.train.micro_batch})")

@@ -22,6 +22,7 @@ import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,25 @@ STATE_FILE = "trainer_state.pt"
 hf_logging.disable_progress_bar()  # save_pretrained's per-shard bar would interleave with the run's own progress
 
 
-def lr_lambda(warmup: int, total: int, min_ratio: float):  # noqa: ANN201
+@dataclass
+class Schedule:
+    """Linear warmup to 1, then cosine to ``min_ratio`` at ``total`` (flat after). An object, not a closure, so a
+    time-budgeted run can move ``total`` once it knows its step time (``Trainer._plan_budget``)."""
+
+    warmup: int
+    total: int
+    min_ratio: float
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        progress = min(1.0, (step - self.warmup) / max(1, self.total - self.warmup))
+        return self.min_ratio + (1 - self.min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def lr_lambda(warmup: int, total: int, min_ratio: float) -> Schedule:
     """Linear warmup to 1, then cosine to ``min_ratio`` at ``total`` (flat after)."""
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-    return f
+    return Schedule(warmup, total, min_ratio)
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -91,6 +103,9 @@ class Trainer:
     total_steps: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
+        self._t0 = time.perf_counter()  # [train] time_budget_s counts from here
+        self._step_ends: list[float] = []  # perf_counter at the end of each step of this process (budget planning)
+        self.planned: dict[str, Any] | None = None  # the budget's plan, once made (kept in trainer_state.pt)
         self.device = get_device(self.device_name)
         self.world = init_world(self.device)
         r = self.recipe
@@ -160,8 +175,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=r.train.lr, betas=r.train.betas, eps=1e-8, fused=fused or None)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio))
+        self.schedule = lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         if ckpt:
             self._load_state(ckpt)
         # MFU divides by the peak of the dtype the GEMMs really run in: a tuned table may compute them in fp32 under
@@ -365,8 +380,11 @@ class Trainer:
         r = self.recipe.train
         end = self.total_steps if steps is None else min(self.total_steps, self.step + steps)
         history: list[dict[str, Any]] = []
-        while self.step < end:
+        while self.step < min(end, self.total_steps):
             record = self.train_step()
+            self._step_ends.append(time.perf_counter())
+            if r.time_budget_s:
+                record.update(self._plan_budget())
             if r.eval_every and self.step % r.eval_every == 0 or self.step == self.total_steps:
                 record.update(self.evaluate())
             history.append(record)
@@ -381,6 +399,35 @@ class Trainer:
             if r.save_every and self.step % r.save_every == 0 and self.step != self.total_steps:
                 self.save()
         return history
+
+    def _plan_budget(self) -> dict[str, Any]:
+        """``[train] time_budget_s``: at the end of warm-up (at least 3 steps), cut the run to the steps that fit the
+        budget at the mean time of this process's steps after its first (which pays compile and warm-up), and end
+        the cosine there, so a slower machine trains fewer steps and a faster one all of ``steps``, each with a
+        full schedule. After that, a step that would end past the budget is not taken (the machine slowed): the
+        run ends early, its schedule unfinished. Returns what the step's record gets (the plan, once)."""
+        r = self.recipe.train
+        now = time.perf_counter()
+        gaps = [b - a for a, b in pairwise(self._step_ends)]  # step ends of this process: never its first step alone
+        per_step = sum(gaps) / len(gaps) if gaps else now - self._t0
+        # every rank must take the same decision (or the collectives of the next step hang): the ranks' mean
+        per_step, elapsed = (x / self.world.size for x in all_reduce_sum([per_step, now - self._t0], self.world))
+        left = r.time_budget_s - elapsed
+        if self.planned is None and self.step >= max(3, r.warmup_steps):
+            total = max(self.step, min(self.total_steps, self.step + int(left // per_step)))
+            self.planned = {"total_steps": total, "step_s": round(per_step, 3), "at_step": self.step,
+                            "budget_s": r.time_budget_s}
+            self._set_total(total)
+            return {"budget_plan": dict(self.planned)}
+        if self.planned is not None and self.step < self.total_steps and left < per_step:
+            self.planned["stopped_at"] = self.step
+            self._set_total(self.step)
+            return {"budget_stop": self.step}
+        return {}
+
+    def _set_total(self, total: int) -> None:
+        self.total_steps = total
+        self.schedule.total = total
 
     def finish(self) -> Path:
         """Save the final checkpoint, point ``final`` at it, draw the curves; returns the checkpoint path."""
@@ -414,7 +461,7 @@ class Trainer:
             self._card(path)
             torch.save({"step": self.step, "optimizer": optim_sd, "scheduler": self.scheduler.state_dict(),
                         "data": self.mixture.state_dict(), "recipe": self.recipe.model_dump(mode="json"),
-                        "world": self.world.size}, path / STATE_FILE)
+                        "world": self.world.size, "budget_plan": self.planned}, path / STATE_FILE)
         if self.world.distributed:
             torch.distributed.barrier()
         return path
@@ -473,6 +520,13 @@ class Trainer:
         else:
             set_optimizer_state_dict(self.model, self.optimizer, optim, options=StateDictOptions(full_state_dict=True))
         self.scheduler.load_state_dict(state["scheduler"])
+        # LambdaLR restores the Schedule's fields too: the recipe's own (a resumed run may be given more steps)
+        # win, then a budget's plan, which the resumed run keeps (the budget counts this process's time again).
+        self.schedule.warmup, self.schedule.total = self.recipe.train.warmup_steps, self.total_steps
+        self.schedule.min_ratio = self.recipe.train.min_lr_ratio
+        self.planned = state.get("budget_plan")
+        if self.planned and self.recipe.train.time_budget_s:
+            self._set_total(min(self.total_steps, self.planned["total_steps"]))
         self.mixture.load_state_dict(state["data"])
         self.step = int(state["step"])
 
@@ -491,6 +545,8 @@ def run(recipe: RecipeConfig, out: Path, device: str = "cpu", resume: str | None
 def _summary(trainer: Trainer, history: list[dict[str, Any]], path: Path) -> dict[str, Any]:
     steady = history[1:] or history  # the first step pays one-off allocation and warm-up costs
     out: dict[str, Any] = {"run": str(trainer.out), "checkpoint": str(path), "steps": trainer.step}
+    if trainer.planned:
+        out["budget_plan"] = trainer.planned
     if history:
         out["final_loss"] = history[-1]["loss"]
         out.update({k: v for k, v in history[-1].items() if k.startswith("val_loss")})

@@ -77,6 +77,8 @@ def register(app: typer.Typer) -> None:
                 task = bar.add_task(config.name, total=total, info="")
 
                 def progress(record: dict[str, Any]) -> None:
+                    if "budget_plan" in record or "budget_stop" in record:  # [train] time_budget_s cut the run
+                        bar.update(task, total=record.get("budget_stop") or record["budget_plan"]["total_steps"])
                     bar.update(task, completed=record["step"],
                                info=f"loss {record['loss']:.3f}  {record['tokens_per_s']:.0f} tok/s")
 

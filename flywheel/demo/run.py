@@ -254,7 +254,7 @@ class Demo:
     # ---- training -------------------------------------------------------------------------------------------
     def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
                init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0,
-               weights: Sequence[float] | None = None) -> Path:
+               weights: Sequence[float] | None = None, budget_s: float = 0.0) -> Path:
         """A recipe TOML: the training shard(s) at ``weights`` (default 1 each: a batch row is drawn from a shard
         with probability weight / sum) and, for SFT, the held-out shard at weight 0."""
         s = self.size
@@ -276,6 +276,7 @@ class Demo:
                 f"lr = {lr}\nfreeze_layers = {s.freeze_layers}\n"
                 f"freeze_embeddings = {str(s.freeze_embeddings).lower()}\ncompile = {str(s.compile).lower()}\n"
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
+                f"time_budget_s = {float(budget_s)!r}\n"
                 f"seed = {seed}\n\n"
                 + "\n".join(sources))
         path = self.work / "recipes" / f"{name}.toml"
@@ -453,6 +454,12 @@ def read_metrics(run: Path) -> list[dict[str, Any]]:
 
 def val_curve(run: Path, source: str = HELDOUT) -> list[tuple[int, float]]:
     return [(m["step"], m[f"val_loss/{source}"]) for m in read_metrics(run) if f"val_loss/{source}" in m]
+
+
+def steps_trained(run: Path) -> int | None:
+    """The last step a run logged (a time-budgeted run may stop before its recipe's steps)."""
+    rows = read_metrics(run)
+    return int(rows[-1]["step"]) if rows else None
 
 
 def final_val(run: Path, source: str = HELDOUT) -> float | None:

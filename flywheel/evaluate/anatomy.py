@@ -27,8 +27,8 @@ CLASSES = ("build error", "entities", "entity order", "numbers copied wrong", "n
 
 def data_literals(code: str) -> dict[str, tuple[list[str], list[float]]] | None:
     """Each data assignment's strings and numbers, in source order, by the name it assigns: the top-level
-    assignments before the first call (``m = gp.Model(...)``, ``model = pyo.ConcreteModel()``, ...); None when the
-    program does not parse."""
+    assignments before the first call (``m = gp.Model(...)``, ``model = pyo.ConcreteModel()``, ...) other than
+    ``list(d)`` of an earlier one (a set written as a dict's keys: its names); None when the program does not parse."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -37,8 +37,17 @@ def data_literals(code: str) -> dict[str, tuple[list[str], list[float]]] | None:
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
-        if not isinstance(node, ast.Assign) or isinstance(node.value, ast.Call):
+        if not isinstance(node, ast.Assign):
             break
+        if isinstance(node.value, ast.Call):
+            # ``products = list(profit)``: a set written as a dict's keys (``solvers.render.shapes.derived_sets``)
+            # holds that dict's names; any other call builds the model and ends the data
+            call = node.value
+            if not (isinstance(call.func, ast.Name) and call.func.id == "list" and len(call.args) == 1
+                    and not call.keywords and isinstance(call.args[0], ast.Name) and call.args[0].id in data):
+                break
+            data[ast.unparse(node.targets[0])] = (list(data[call.args[0].id][0]), [])
+            continue
         names: list[str] = []
         numbers: list[float] = []
         for sub in ast.walk(node.value):
