@@ -31,19 +31,14 @@ def test_the_reference_itself_differs_only_in_its_model(reference: str) -> None:
 
 
 def test_each_data_mistake_gets_its_class(reference: str) -> None:
-    # The destinations are written as the demand dict's keys (``destinations = list(demand)``): a name dropped
-    # from, or reordered in, that dict is the entity mistake.
-    assert "destinations = list(demand)" in reference
-    demand = _line(reference, "demand = ")
-    pairs = re.findall(r'"[^"]+": \d+', demand)
-    names = re.findall(r'"([^"]+)":', demand)
-    assert len(pairs) == len(names) >= 2
-    dropped = reference.replace(demand, "demand = {" + ", ".join(pairs[:-1]) + "}")
+    dest = _line(reference, "destinations = ")
+    names = re.findall(r'"([^"]+)"', dest)
+    dropped = reference.replace(dest, "destinations = [" + ", ".join(f'"{n}"' for n in names[:-1]) + "]")
     kind, detail = classify(RAN, dropped, reference)
-    assert kind == "entities" and names[-1] in detail and detail.startswith("demand")
+    assert kind == "entities" and names[-1] in detail and detail.startswith("destinations")
 
-    shuffled = reference.replace(demand, "demand = {" + ", ".join(pairs[::-1]) + "}")
-    assert classify(RAN, shuffled, reference) == ("entity order", "demand")
+    shuffled = reference.replace(dest, "destinations = [" + ", ".join(f'"{n}"' for n in names[::-1]) + "]")
+    assert classify(RAN, shuffled, reference) == ("entity order", "destinations")
 
     supply = _line(reference, "supply = ")
     first = re.search(r": (\d+)", supply)
@@ -69,8 +64,8 @@ def test_a_program_without_a_solve_is_a_build_error(reference: str) -> None:
 
 
 def test_counts_cover_the_strict_misses_only(reference: str) -> None:
-    demand = _line(reference, "demand = ")
-    reordered = reference.replace(demand, demand.replace("{", '{"Extra": 5, ', 1))  # an entity the question lacks
+    dest = _line(reference, "destinations = ")
+    reordered = reference.replace(dest, dest.replace("[", "[\"Extra\", ", 1))
     verdicts = [{"id": "a", "passed": {"strict": True}, **RAN},  # passed: not counted whatever its program
                 {"id": "b", "passed": {"strict": False}, **RAN},
                 {"id": "c", "passed": {"strict": False}, **RAN},
@@ -99,3 +94,15 @@ def test_the_demo_classes_an_evaluation_directory(tmp_path) -> None:
     (tmp_path / "completions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in completions))
     (tmp_path / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
     assert _miss_anatomy(tmp_path, problems, "gurobipy") == {"numbers copied wrong": 1}
+
+
+def test_data_read_past_a_key_list_taken_from_a_dict() -> None:
+    """``keys = list(d)`` (how the renderer writes a sparse table's key list) is data, not the model's first call: the
+    scan reads on to the assignments after it, and the list holds the dict's names."""
+    program = ('dist = {("A", "B"): 4, ("B", "C"): 7}\ntravel_keys = list(dist)\ncap = {"A": 3}\n'
+               'm = gp.Model("x")\nlate = {"Z": 1}\n')
+    data = data_literals(program)
+    assert data is not None and data["travel_keys"] == (["A", "B", "B", "C"], [])
+    assert "cap" in data and "m" not in data and "late" not in data
+    # any other call still ends the data
+    assert set(data_literals('a = {"A": 1}\nb = sorted(a)\nc = 2\n') or {}) == {"a"}

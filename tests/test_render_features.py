@@ -221,7 +221,7 @@ def test_programs_read_like_a_person_wrote_them() -> None:
         ast.parse(code)
         assert code.count("\n") < 80, api
         # Data as literals at the top, named after the IR's sets and parameters.
-        assert "products = list(profit)" in code and "profit = {" in code and "usage = {" in code
+        assert "products = [" in code and "profit = {" in code and "usage = {" in code
         # The capacity group is one loop over resources, reading coefficients from the data.
         assert "usage[r, p]" in code and "capacity[r]" in code, code
         assert code.count("Optimal objective:") == 1

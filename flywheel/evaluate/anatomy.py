@@ -28,7 +28,7 @@ CLASSES = ("build error", "entities", "entity order", "numbers copied wrong", "n
 def data_literals(code: str) -> dict[str, tuple[list[str], list[float]]] | None:
     """Each data assignment's strings and numbers, in source order, by the name it assigns: the top-level
     assignments before the first call (``m = gp.Model(...)``, ``model = pyo.ConcreteModel()``, ...) other than
-    ``list(d)`` of an earlier one (a set written as a dict's keys: its names); None when the program does not parse."""
+    ``list(d)`` of an earlier one (a key list written as a dict's keys: its names); None when the program does not parse."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -40,8 +40,8 @@ def data_literals(code: str) -> dict[str, tuple[list[str], list[float]]] | None:
         if not isinstance(node, ast.Assign):
             break
         if isinstance(node.value, ast.Call):
-            # ``products = list(profit)``: a set written as a dict's keys (``solvers.render.shapes.derived_sets``)
-            # holds that dict's names; any other call builds the model and ends the data
+            # ``travel_keys = list(dist)``: a key list written as a dict's keys (the renderer's sparse tables) holds
+            # that dict's names; any other call builds the model and ends the data
             call = node.value
             if not (isinstance(call.func, ast.Name) and call.func.id == "list" and len(call.args) == 1
                     and not call.keywords and isinstance(call.args[0], ast.Name) and call.args[0].id in data):

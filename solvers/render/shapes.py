@@ -281,16 +281,13 @@ class Plan:
         by_name = {s.name: s for s in self.sets}
         from solvers.render.order import mention_order
 
-        params = mention_order(question, self.params) if question else [(p, None) for p in self.params]
-        derived = derived_sets(self.sets, params)
         lines: list[str] = []
         for s in self.sets:
-            if any(s in group for group in derived.values()):
-                continue
             if s.description:
                 lines.append(f"# {s.description}")
             lines.append(f"{s.ident} = " + wrap_items([lit(e) for e in s.elements], "[", "]"))
-        for n, (p, order) in enumerate(params):
+        params = mention_order(question, self.params) if question else [(p, None) for p in self.params]
+        for p, order in params:
             note = p.param.description + (f" ({p.param.unit})" if p.param.unit else "")
             if note.strip():
                 lines.append(f"# {note.strip()}")
@@ -300,10 +297,6 @@ class Plan:
             lines.append(f"{p.ident} = {table or p.literal(order, once=mirrored)}")
             if mirrored:  # the other direction of every pair (the comprehension reads the dict before |= runs)
                 lines.append(f"{p.ident} |= {{(j, i): v for (i, j), v in {p.ident}.items()}}")
-            for s in derived.get(n, ()):
-                if s.description:
-                    lines.append(f"# {s.description}")
-                lines.append(f"{s.ident} = list({p.ident})")
         for name, literal, comment in self.extra_data:
             if comment:
                 lines.append(f"# {comment}")
@@ -311,26 +304,3 @@ class Plan:
         return lines
 
 
-
-
-def derived_sets(sets: list[SetPlan], params: list[tuple[ParamPlan, list[int] | None]]) -> dict[int, list[SetPlan]]:
-    """Sets written as ``list(param)`` right after a parameter (by its position in ``params``, the emission order):
-    a set whose elements are exactly that one-index parameter's keys, in the same order, and no two-set table over
-    it comes first (a row table's ``zip(set, row)`` reads the set). What an expert writes: the names once, in the
-    data, never a separate list to keep in step with it. Why: the fine-tuned speedrun model wrote the entity list
-    before the data and got it wrong there alone (a name dropped or copied from a later clause: "products: -['Solvent']",
-    ``Duplicate keys in Model.addVars()``) while every dict after it was right (stop 43, 7 of 60 held-out misses)."""
-    out: dict[int, list[SetPlan]] = {}
-    for s in sets:
-        for n, (p, order) in enumerate(params):
-            if p.keys is None:
-                continue
-            if len(p.param.index) > 1 and s.name in p.param.index:
-                break  # a table over the set is written first: the set stays a literal list
-            keys = list(p.keys)
-            if order is not None:
-                keys = [keys[i] for i in order]
-            if tuple(p.param.index) == (s.name,) and [k[0] for k in keys] == list(s.elements):
-                out.setdefault(n, []).append(s)
-                break
-    return out
