@@ -72,7 +72,7 @@ demo: install
 flywheel-demo: install
 	$(BIN)/python -m flywheel.demo --size full --work runs/flywheel-demo-full --reports reports/flywheel/full
 
-# Three LP families, round-0 SFT (160 steps or 19 minutes, whichever first) then one round (issue 17's speedrun).
+# Three LP families, round-0 SFT (200 steps or 19 minutes, whichever first) then one round (issue 17's speedrun).
 flywheel-demo-speedrun: install
 	$(BIN)/python -m flywheel.demo --size speedrun --work runs/flywheel-demo-speedrun --reports reports/flywheel/speedrun
 
