@@ -160,7 +160,7 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
     from training.data import Mixture, load_source, trim_tail
     from training.flops import flops_per_token
     from training.tokenizer import load_tokenizer
-    from training.trainer import lr_lambda
+    from training.trainer import Schedule
 
     _, _, rows, seq, _ = SHAPES[shape]
     recipe = _recipe(data, out, tokenizer, "", dtype, shape, steps)
@@ -176,7 +176,7 @@ def arm_plain(data: Path, out: Path, tokenizer: Path, dtype: str, shape: str, st
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
                             lr=t.lr, betas=t.betas, eps=1e-8, fused=True)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.warmup_steps, steps, t.min_lr_ratio))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, Schedule(t.warmup_steps, steps, t.min_lr_ratio))
     losses, times = [], []
     for step in range(steps):
         _gate()

@@ -22,7 +22,6 @@ import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +71,6 @@ class Schedule:
         return self.min_ratio + (1 - self.min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def lr_lambda(warmup: int, total: int, min_ratio: float) -> Schedule:
-    """Linear warmup to 1, then cosine to ``min_ratio`` at ``total`` (flat after)."""
-    return Schedule(warmup, total, min_ratio)
-
-
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint dir itself, or a run dir (its ``final``, else its newest ``checkpoints/step-N``)."""
     p = Path(path)
@@ -104,7 +98,8 @@ class Trainer:
 
     def __post_init__(self) -> None:
         self._t0 = time.perf_counter()  # [train] time_budget_s counts from here
-        self._step_ends: list[float] = []  # perf_counter at the end of each step of this process (budget planning)
+        self._first_end: float | None = None  # budget planning: when this process's first step ended, and
+        self._steps_here = 0  # how many steps it has taken
         self.planned: dict[str, Any] | None = None  # the budget's plan, once made (kept in trainer_state.pt)
         self.device = get_device(self.device_name)
         self.world = init_world(self.device)
@@ -175,7 +170,7 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=r.train.lr, betas=r.train.betas, eps=1e-8, fused=fused or None)
-        self.schedule = lr_lambda(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio)
+        self.schedule = Schedule(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         if ckpt:
             self._load_state(ckpt)
@@ -382,7 +377,6 @@ class Trainer:
         history: list[dict[str, Any]] = []
         while self.step < min(end, self.total_steps):
             record = self.train_step()
-            self._step_ends.append(time.perf_counter())
             if r.time_budget_s:
                 record.update(self._plan_budget())
             if r.eval_every and self.step % r.eval_every == 0 or self.step == self.total_steps:
@@ -408,8 +402,11 @@ class Trainer:
         run ends early, its schedule unfinished. Returns what the step's record gets (the plan, once)."""
         r = self.recipe.train
         now = time.perf_counter()
-        gaps = [b - a for a, b in pairwise(self._step_ends)]  # step ends of this process: never its first step alone
-        per_step = sum(gaps) / len(gaps) if gaps else now - self._t0
+        self._steps_here += 1
+        if self._first_end is None:
+            self._first_end = now
+        # the mean of this process's steps after its first (their gaps telescope), never its first step alone
+        per_step = (now - self._first_end) / (self._steps_here - 1) if self._steps_here > 1 else now - self._t0
         # every rank must take the same decision (or the collectives of the next step hang): the ranks' mean
         per_step, elapsed = (x / self.world.size for x in all_reduce_sum([per_step, now - self._t0], self.world))
         left = r.time_budget_s - elapsed
