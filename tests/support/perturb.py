@@ -1,4 +1,4 @@
-"""Light paraphrases of a text, for measuring what dedup and decontamination catch.
+"""Light paraphrases of a text and shuffled copies of a model, for measuring what dedup and decontamination catch.
 
 A contaminated sample rarely copies a benchmark item verbatim: a teacher model or a template author reorders
 sentences, swaps a few words for synonyms and rewrites a phrase. ``paraphrase`` does exactly that, driven by an
@@ -8,9 +8,12 @@ and measure recall on them.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
+
+from solvers.ir import Model
 
 # Word (or phrase) swaps common in OR word problems; applied as whole-word, case-insensitive replacements.
 SYNONYMS: dict[str, str] = {
@@ -61,3 +64,24 @@ def paraphrase(text: str, rng: np.random.Generator, n_swaps: int = 4, n_edits: i
         else:
             words[int(i)] = f"{words[int(i)]} {rng.choice(_FILLERS)}"  # insert a word
     return " ".join(words)
+
+
+def shuffled_model(model: Model, seed: int) -> Model:
+    """The same model with new names, shuffled variable and row order, scaled rows and a flipped objective sense."""
+    rng = np.random.default_rng(seed)
+    d = json.loads(model.to_json())
+    rename = {v["name"]: f"v{k}" for k, v in enumerate(d["variables"])}
+    for v in d["variables"]:
+        v["name"] = rename[v["name"]]
+    for k, c in enumerate(d["constraints"]):
+        scale = float(rng.choice([0.5, 2.0, 3.0]))
+        c["name"], c["rhs"] = f"r{k}", c["rhs"] * scale
+        c["terms"] = [[rename[a], b * scale] for a, b in c["terms"]][::-1]
+    d["variables"] = [d["variables"][k] for k in rng.permutation(len(d["variables"]))]
+    d["constraints"] = [d["constraints"][k] for k in rng.permutation(len(d["constraints"]))]
+    obj = d["objective"]
+    obj["terms"] = [[rename[a], -b] for a, b in obj["terms"]]
+    obj["quadratic"] = [[rename[a], rename[b], -c] for a, b, c in obj.get("quadratic", [])]
+    obj["constant"] = -obj.get("constant", 0.0)
+    obj["sense"] = "maximize" if obj["sense"] == "minimize" else "minimize"
+    return Model.model_validate(d)
