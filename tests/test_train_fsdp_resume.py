@@ -130,3 +130,43 @@ def _assert_close_optimizer(a: dict, b: dict) -> None:
         # Adam moments after 4 steps whose gradients differ only in fp32 summation order: close, not equal.
         torch.testing.assert_close(sb["exp_avg"], sa["exp_avg"], rtol=1e-3, atol=1e-7)
         torch.testing.assert_close(sb["exp_avg_sq"], sa["exp_avg_sq"], rtol=1e-3, atol=1e-10)
+
+
+def test_two_ranks_with_different_clocks_plan_one_time_budget(shards, tmp_path) -> None:  # noqa: F811
+    """``[train] time_budget_s`` under FSDP2: every rank must cut the run at the same step, or the one that stops
+    first leaves the other waiting in a collective. Rank 0's clock reads 10 s a step, rank 1's 30 s
+    (``tests/support/clocked_rank.py``). Alone, rank 0 would plan 4 + (200 - 40) // 10 = 20 steps and rank 1
+    4 + (200 - 120) // 30 = 6; the ranks' mean (20 s a step, 80 s gone at step 4) gives both 4 + 120 // 20 = 10."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    recipe = _recipe("cpt", [{"path": str(shards["cpt"]), "name": "cpt"}], steps=50, warmup_steps=4, micro_batch=4,
+                     time_budget_s=200.0)
+    out = tmp_path / "budget"
+    out.mkdir()
+    spec = out / "launch_recipe.json"
+    spec.write_text(json.dumps(recipe.model_dump(mode="json")))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "tests.support.clocked_rank", "10,30", str(spec), str(out), "cpu", ""]
+    root = Path(__file__).resolve().parents[1]
+    # A rank left waiting in a collective would hang: the timeout turns that into a failure. SIGTERM to torchrun
+    # makes its agent stop the ranks (they run in their own process groups).
+    log = tmp_path / "ranks.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=err, stderr=err)
+        try:
+            proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            finally:
+                proc.kill()
+            pytest.fail("the ranks did not finish: they took different budget decisions and one waits for the other")
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 10
+    assert summary["budget_plan"] == {"total_steps": 10, "step_s": 20.0, "at_step": 4, "budget_s": 200.0}
+    assert sorted(_losses(out)) == list(range(1, 11))
