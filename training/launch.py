@@ -38,7 +38,9 @@ def launch(recipe: RecipeConfig, out: Path, device: str = "cpu", nproc: int = 1,
     spec.write_text(json.dumps(recipe.model_dump(mode="json"), indent=2))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
            "-m", "training.launch", str(spec), str(out), device, resume or ""]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    # faulthandler: a rank killed by a signal (a C++ abort in a collective, a segfault) prints every thread's Python
+    # stack, so torchrun's report says where it was
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "PYTHONFAULTHANDLER": "1"}
     summary_path = out / "summary.json"
     summary_path.unlink(missing_ok=True)  # a resumed run reuses its folder: never report the previous run's summary
     proc = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parents[1])
