@@ -415,6 +415,41 @@ def test_a_weakly_anchored_small_model_and_its_row_scaled_copy_hash_equal(monkey
     assert misses() > 0  # the chains do exercise the pull
 
 
+def test_parallel_continuous_columns_merge_into_one() -> None:
+    """x + 2 x' (same rows, cost in the same ratio) is one column over the sum of the ranges; with other costs, or
+    for integer columns, the two stay apart."""
+    from contracts.equivalence.stdform import INF, StdModel
+
+    def model(cols: list[tuple[float, float, float, float]], integer: bool = False) -> StdModel:
+        # columns (scale, lb, ub, cost) in rows y + s x <= 10 and y - s x >= -4, y integer in [0, 5] costing 1
+        n = len(cols) + 1
+        rows = [{0: 1.0, **{k + 1: c[0] for k, c in enumerate(cols)}}, {0: 1.0, **{k + 1: -c[0] for k, c in enumerate(cols)}}]
+        return StdModel([f"v{k}" for k in range(n)], [True] + [integer] * len(cols), [0.0] + [c[1] for c in cols],
+                        [5.0] + [c[2] for c in cols], rows, [-INF, -4.0], [10.0, INF],
+                        {0: 1.0, **{k + 1: c[3] for k, c in enumerate(cols)}})
+
+    def h(m: StdModel) -> str | None:
+        return exact_hash(canonicalize(m, reformulate=True))
+
+    one = h(model([(1.0, 1.0, 7.0, -3.0)]))  # x in [1, 3] plus 2 x' with x' in [0, 2]: one column in [1, 7]
+    assert h(model([(1.0, 1.0, 3.0, -3.0), (2.0, 0.0, 2.0, -6.0)])) == one
+    assert h(model([(1.0, 1.0, 3.0, -3.0), (2.0, 0.0, 2.0, -5.0)])) != one  # x' costs less: not one column
+    assert h(model([(1.0, 1.0, 3.0, -3.0), (1.0, 0.0, 4.0, -3.0)], integer=True)) != \
+        h(model([(1.0, 1.0, 7.0, -3.0)], integer=True))  # integer columns stay apart
+
+
+@pytest.mark.parametrize("kind", ["split_then_reordered", "shifted_variables"])
+def test_an_orienteering_order_difference_survives_a_split_and_a_shift(kind: str) -> None:
+    """The bench's last two misses (generator v2): the tour-order difference between two stops sits between two
+    visit binaries of one pattern. Split, the merge kept x- and left a column parallel to its partner; shifted, its
+    direction came from the range's lean (not shift-invariant) because the sign-only colours could not tell the two
+    visits apart. Their prizes (integer costs) do."""
+    ref = generate_problem("orienteering", 0, difficulty=1).ir
+    cand = bench.HELD_OUT_EQUIVALENT[kind](ref, np.random.default_rng([0, len(kind)]))
+    res = compare_models(ref, cand.to_mps())
+    assert res.equivalent and res.layer == "exact", res.reason
+
+
 @pytest.mark.parametrize("family, kind", [("production_planning", "shifted_variables"),
                                           ("blending", "shifted_variables"),
                                           ("facility_location", "complemented_binaries"),

@@ -207,7 +207,10 @@ def _propagate_direction(m: StdModel, score: dict[int, int], in_quad: set[int]) 
 def _unsigned_colours(m: StdModel, in_quad: set[int]) -> list[str]:
     """Column colours that no shift, mirror or rescaling of a column, and no row's sign or scale, changes: colour
     refinement on the nonzero pattern with integrality, the kind of range (two-sided, one-sided, free) and the cost's
-    sign for the columns whose direction is canonical by then (one-sided and costed ones; 0 for the others)."""
+    sign for the columns whose direction is canonical by then (one-sided and costed ones; 0 for the others). An
+    integer column's cost also keeps its magnitude (no allowed transformation rescales an integer column or the
+    objective): an orienteering tour's order difference sits between two visit binaries of one pattern, told apart
+    only by their prizes (bench/equivalence.py: its shifted copy was mirrored)."""
     u = m.copy()
     u.rows = [dict.fromkeys(row, 1.0) for row in u.rows]
     u.lo = [-INF] * u.n_rows
@@ -218,7 +221,7 @@ def _unsigned_colours(m: StdModel, in_quad: set[int]) -> list[str]:
         two, free = math.isfinite(lo) and math.isfinite(hi), math.isinf(lo) and math.isinf(hi)
         u.lb[j], u.ub[j] = (-INF, INF) if free else (0.0, 1.0 if two else INF)
         c = m.obj.get(j, 0.0)
-        u.obj[j] = 0.0 if c == 0 or free or j in in_quad else math.copysign(1.0, c)
+        u.obj[j] = (0.0 if c == 0 or free or j in in_quad else r(c) if m.integer[j] else math.copysign(1.0, c))
     return refine(u, *initial_colours(u))[0]
 
 

@@ -84,6 +84,20 @@ def merge_split_columns(m: StdModel) -> bool:
         if j not in in_quad:
             by_key.setdefault(key(j, 1.0), []).append(j)
     changed = False
+    # Parallel continuous columns (A_q = f A_p, c_q = f c_p, f > 0) first: x_p + f x_q is one column over the sum of
+    # their ranges, whichever keeps the name. A split whose merge kept x- (x- - x+ = -x) stands parallel to a column
+    # it would otherwise pair with as a negative (an orienteering order difference: bench/equivalence.py).
+    for k, group in by_key.items():
+        if len(group) < 2 or any(m.integer[j] for j in group):
+            continue
+        p, *rest = sorted(group)
+        for q in rest:
+            f = scale[q] / scale[p]
+            m.lb[p], m.ub[p] = m.lb[p] + f * m.lb[q], m.ub[p] + f * m.ub[q]
+            _drop_column(m, cols, q)
+        m.merged.add(m.names[p])
+        by_key[k] = [p]
+        changed = True
     for k, plus in sorted(by_key.items(), key=lambda kv: min(kv[1])):
         if len(plus) != 1:
             continue  # duplicate columns: which one pairs with which would depend on the order
@@ -96,13 +110,18 @@ def merge_split_columns(m: StdModel) -> bool:
         f = scale[q] / scale[p]  # A_q = -f A_p: x_p A_p + x_q A_q = A_p (x_p - f x_q)
         m.lb[p], m.ub[p] = m.lb[p] - f * m.ub[q], m.ub[p] - f * m.lb[q]
         m.merged.add(m.names[p])
-        for i in cols[q]:
-            del m.rows[i][q]
-        m.obj.pop(q, None)
-        m.lb[q] = m.ub[q] = 0.0
+        _drop_column(m, cols, q)
         by_key[k] = by_key[nk] = []  # each column in one pair
         changed = True
     return changed
+
+
+def _drop_column(m: StdModel, cols: dict[int, dict[int, float]], q: int) -> None:
+    """Column q merged into another: out of every row and the objective, fixed at 0."""
+    for i in cols[q]:
+        del m.rows[i][q]
+    m.obj.pop(q, None)
+    m.lb[q] = m.ub[q] = 0.0
 
 
 def _integral_bounds(m: StdModel, p: int, q: int) -> bool:

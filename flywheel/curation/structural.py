@@ -27,7 +27,9 @@ from solvers.ir import Model
 # orients it; models with such columns (storage levels, mode switches, routing orders) hash differently again.
 # "contracts-4" (2026-12-07): the column scaling's least squares is refined on the dense path too, so the ridge term
 # no longer pulls a model and its row-scaled copy apart (34 of 5,200 shuffled generator copies hashed apart before,
-# 0 after: bench/structural_hash.py); models with a weakly anchored scaling direction hash differently.
+# 0 after: bench/structural_hash.py); models with a weakly anchored scaling direction hash differently. The same
+# hasher also merges parallel continuous columns and tells integer columns' costs apart when a direction is read from
+# the columns beside it (bench/equivalence.py's two orienteering misses).
 DEFAULT_HASHER = "contracts-4"
 
 
