@@ -327,41 +327,41 @@ def _log_scale_solve(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any
     rr = [e for e, (i, _, _) in enumerate(eqs) if i >= 0]
     cc = [e for e, (_, k, _) in enumerate(eqs) if k >= 0]
     b = np.array([-la for _, _, la in eqs])
+    m_eq = len(eqs)
     if n <= DENSE_SCALE_MAX:
-        a_mat = np.zeros((len(eqs), n))
+        a_mat = np.zeros((m_eq, n))
         a_mat[rr, [eqs[e][0] for e in rr]] = 1.0
         a_mat[cc, [n_r + eqs[e][1] for e in cc]] = -1.0
         # [A; RIDGE I] has singular values >= RIDGE, so the pseudo-inverse from one SVD is exact and reusable.
         u, s, vt = np.linalg.svd(np.vstack([a_mat, _RIDGE * np.eye(n)]), full_matrices=False)
 
         def ridge_solve(rhs: Any) -> Any:
-            return vt.T @ ((u[:len(eqs)].T @ rhs) / s)
+            return vt.T @ ((u[:m_eq].T @ rhs) / s)
+    else:
+        from scipy.sparse import bmat, coo_matrix, identity
+        from scipy.sparse.linalg import splu
 
-        x = ridge_solve(b)
-        for _ in range(_REFINE_STEPS):  # the refinement the sparse path explains below
-            x = x + ridge_solve(b - a_mat @ x)
-        return x
-    from scipy.sparse import bmat, coo_matrix, identity
-    from scipy.sparse.linalg import splu
+        a_mat = coo_matrix((np.concatenate([np.ones(len(rr)), -np.ones(len(cc))]),
+                            (np.array(rr + cc), np.array([eqs[e][0] for e in rr] + [n_r + eqs[e][1] for e in cc]))),
+                           shape=(m_eq, n)).tocsr()
+        # The augmented system [[I, A], [A', -RIDGE^2 I]] [residual; x] = [b; 0] has the least-squares solution
+        # without squaring A's condition number (the normal equations A'A would); SuperLU factors it in well under
+        # a second.
+        lu = splu(bmat([[identity(m_eq), a_mat], [a_mat.T, -_RIDGE**2 * identity(n)]], format="csc"))
 
-    a_sp = coo_matrix((np.concatenate([np.ones(len(rr)), -np.ones(len(cc))]),
-                       (np.array(rr + cc), np.array([eqs[e][0] for e in rr] + [n_r + eqs[e][1] for e in cc]))),
-                      shape=(len(eqs), n)).tocsr()
-    # The augmented system [[I, A], [A', -RIDGE^2 I]] [residual; x] = [b; 0] has the least-squares solution without
-    # squaring A's condition number (the normal equations A'A would); SuperLU factors it in well under a second.
-    m_eq = len(eqs)
-    aug = bmat([[identity(m_eq), a_sp], [a_sp.T, -_RIDGE**2 * identity(n)]], format="csc")
-    lu = splu(aug)
-    x = lu.solve(np.concatenate([b, np.zeros(n)]))[m_eq:]
+        def ridge_solve(rhs: Any) -> Any:
+            return lu.solve(np.concatenate([rhs, np.zeros(n)]))[m_eq:]
+
+    x = ridge_solve(b)
     # The ridge pulls each direction of A by RIDGE^2 / (its eigenvalue of A'A + RIDGE^2): nothing for most, but a
     # weakly anchored one (a long chain of rows pinned by one cost, eigenvalue ~1e-7 in a 3,000-column model) moved
     # a model and its rescaled copy apart in the 6th digit (1 miss in the large-model slice; in small generator
     # models 34 of 5,200 shuffled copies hashed apart, 1e-11 to 1e-5 relative, before the dense path refined too:
-    # bench/structural_hash.py). Proximal steps
-    # x += argmin ||A d - (b - A x)||^2 + RIDGE^2 ||d||^2 on the same factorisation shrink that pull by the same
-    # factor each; the null space (no anchor at all) stays at 0, for _pin_free_components.
+    # bench/structural_hash.py). Proximal steps x += argmin ||A d - (b - A x)||^2 + RIDGE^2 ||d||^2 on the same
+    # factorisation shrink that pull by the same factor each; the null space (no anchor at all) stays at 0, for
+    # _pin_free_components.
     for _ in range(_REFINE_STEPS):
-        x = x + lu.solve(np.concatenate([b - a_sp @ x, np.zeros(n)]))[m_eq:]
+        x = x + ridge_solve(b - a_mat @ x)
     return x
 
 
