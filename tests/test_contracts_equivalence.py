@@ -385,6 +385,22 @@ def test_a_weakly_anchored_large_model_and_its_rescaled_copy_are_equal() -> None
     assert res.equivalent and res.layer == "wl", res.reason
 
 
+def test_presolve_runs_to_its_fixpoint_on_a_large_split_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiled max-flow plan (~2,700 columns) substitutes its defined flows a few per pass; a copy with two
+    variables split needs two passes more than the reference's 20. Under the old cap of 20 passes the copy kept a
+    one-variable row that the reference had turned into a bound, and the pair hashed apart (the large slice's
+    max_flow seed-1 miss)."""
+    import contracts.equivalence.canonical as can
+
+    ref = bench.tiled("max_flow", 100)
+    name = "split_then_reordered"
+    cand = bench.HELD_OUT_EQUIVALENT[name](ref, np.random.default_rng([1, len(name)])).to_mps()
+    res = compare_models(ref, cand)
+    assert res.equivalent and res.layer == "exact", res.reason
+    monkeypatch.setattr(can, "_MAX_PASSES", 20)
+    assert compare_models(ref, cand, layers=("exact",)).equivalent is False  # the pair does need the passes
+
+
 def _loss_chain(n: int, seed: int, scaled: bool):  # noqa: ANN202 - a StdModel
     """Flows x_0 -> x_1 -> ... with loss factors and one cost at the head: a scaling direction that only the far end
     of the chain anchors. ``scaled`` multiplies every row by 0.5, 2, 3 or 7 (the same model)."""

@@ -37,7 +37,12 @@ from contracts.equivalence.stdform import INF, StdModel
 # Labels are rounded to 9 significant digits: rescaled rows must hash equal after a division that is exact only
 # up to floating-point error (about 1e-16 relative), while generator coefficients differ in the 2nd-4th digit.
 _DIGITS = 9
-_MAX_PASSES = 20
+# Presolve and the reformulations run to a fixpoint. Every pass that changes the model removes a row, a column or a
+# row's coefficient, or makes a finite row side infinite, and none is ever undone, so the loop ends; the cap only
+# guards against a bug. It was 20, which a tiled max-flow model of ~2,700 columns needs all of (its defined flows
+# are substituted a few per pass): a copy with one split variable more stopped two passes short, with a one-variable
+# row not yet a bound, and hashed apart from the reference (bench/equivalence.py's large slice, max_flow seed 1).
+_MAX_PASSES = 1000
 
 
 def r(x: float, digits: int = _DIGITS) -> float:
