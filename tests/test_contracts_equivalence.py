@@ -401,24 +401,37 @@ def test_presolve_runs_to_its_fixpoint_on_a_large_split_model(monkeypatch: pytes
     assert compare_models(ref, cand, layers=("exact",)).equivalent is False  # the pair does need the passes
 
 
+@pytest.mark.parametrize("seed, name", [(0, "scaled_variables"), (1, "scaled_vars_with_slacks")])
+def test_a_cost_cancelled_by_a_substitution_vanishes_in_any_units(seed: int, name: str) -> None:
+    """A tiled min-cost-flow plan whose defined flows are substituted: one arc's cost cancels. In the reference it
+    cancelled to 0, in the copy counted in other units to 1.8e-12, which an absolute 1e-12 threshold kept, and the
+    column scaling then treated the arc as costed (the large slice's two min_cost_flow misses)."""
+    ref = bench.tiled("min_cost_flow", 100 * seed)
+    cand = bench.HELD_OUT_EQUIVALENT[name](ref, np.random.default_rng([seed, len(name)]))
+    res = compare_models(ref, cand.to_mps())
+    assert res.equivalent and res.layer == "exact", res.reason
+
+
 def _loss_chain(n: int, seed: int, scaled: bool):  # noqa: ANN202 - a StdModel
-    """Flows x_0 -> x_1 -> ... with loss factors and one cost at the head: a scaling direction that only the far end
-    of the chain anchors. ``scaled`` multiplies every row by 0.5, 2, 3 or 7 (the same model)."""
+    """Flows x_0 -> x_1 -> ... -> x_0 with loss factors and one cost at the head: a scaling direction that only the
+    far end of the chain anchors. ``scaled`` multiplies every row by 0.5, 2, 3 or 7 (the same model). The chain is
+    closed into a ring: an open chain's cost-free tail sits in one row only, so presolve folds it into that row as a
+    slack, then the next, until one column is left (it did so only partly while presolve stopped after 20 passes)."""
     from contracts.equivalence.stdform import INF, StdModel
 
     rng = np.random.default_rng(seed)
-    loss, ub, rhs = rng.uniform(1.1, 1.9, n), rng.integers(10, 99, n), rng.integers(1, 50, n - 1)
-    s = rng.choice([0.5, 2.0, 3.0, 7.0], n - 1) if scaled else np.ones(n - 1)
+    loss, ub, rhs = rng.uniform(1.1, 1.9, n), rng.integers(10, 99, n), rng.integers(1, 50, n)
+    s = rng.choice([0.5, 2.0, 3.0, 7.0], n) if scaled else np.ones(n)
     return StdModel([f"x{i}" for i in range(n)], [False] * n, [0.0] * n, [float(u) for u in ub],
-                    [{i: float(loss[i] * s[i]), i + 1: float(-s[i])} for i in range(n - 1)], [-INF] * (n - 1),
-                    [float(rhs[i] * s[i]) for i in range(n - 1)], {0: -3.7})
+                    [{i: float(loss[i] * s[i]), (i + 1) % n: float(-s[i])} for i in range(n)], [-INF] * n,
+                    [float(rhs[i] * s[i]) for i in range(n)], {0: -3.7})
 
 
 def test_a_weakly_anchored_small_model_and_its_row_scaled_copy_hash_equal(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same pull on the dense path (small models): the ridge term is not invariant under row scaling, so in a
     weakly anchored direction it moved a model and its row-scaled copy 1e-11 to 1e-5 apart, and 9-digit labels split
     them (34 of 5,200 shuffled generator copies: bench/structural_hash.py). With the refinement every chain hashes
-    equal; without it (hasher contracts-3) 9 of these 24 did not (every 60-long chain), so the test can see it."""
+    equal; without it (hasher contracts-3) 17 of these 24 rings do not, so the test can see it."""
     import contracts.equivalence.canonical as can
 
     def misses() -> int:

@@ -159,6 +159,25 @@ def _implied_free(m: StdModel, i: int, j: int) -> bool:
     return within(lo, m.lb[j], True) and within(hi, m.ub[j], False)
 
 
+def _minus(x: float, d: float) -> float:
+    """x - d, with a difference that cancels to float error (relative to the two numbers) snapped to 0: a cost or
+    coefficient that a substitution cancels must vanish in a model and in its rescaled copy alike. An absolute
+    threshold (1e-12) did not: a min-cost-flow arc's cancelled cost read 0 in the reference and 1.8e-12 in the copy
+    whose flows are counted in thousandths, which then joined the column scaling (bench/equivalence.py's large
+    slice). Generator data have at most 6 significant digits, so a genuine difference is far above _TOL."""
+    y = x - d
+    return 0.0 if math.isfinite(y) and abs(y) <= _TOL * max(abs(x), abs(d)) else y
+
+
+def _subtract(terms: dict[int, float], t: int, d: float) -> None:
+    """terms[t] -= d; a term that cancels (``_minus``) is gone."""
+    y = _minus(terms.get(t, 0.0), d)
+    if y == 0.0:
+        terms.pop(t, None)
+    else:
+        terms[t] = y
+
+
 def substitute_defined(m: StdModel) -> bool:
     """Eliminate implied-free continuous columns through the equality row that defines them (at most one per row,
     rows and columns not shared within one pass, so no elimination relies on a bound another one drops)."""
@@ -186,15 +205,13 @@ def substitute_defined(m: StdModel) -> bool:
                 continue
             q = m.rows[k].pop(j)
             for t, a in rest.items():
-                m.rows[k][t] = m.rows[k].get(t, 0.0) - q * a / p
-            m.lo[k] -= q * b / p
-            m.hi[k] -= q * b / p
+                _subtract(m.rows[k], t, q * a / p)
+            m.lo[k], m.hi[k] = _minus(m.lo[k], q * b / p), _minus(m.hi[k], q * b / p)
         if j in m.obj:
             c = m.obj.pop(j)
             for t, a in rest.items():
-                m.obj[t] = m.obj.get(t, 0.0) - c * a / p
+                _subtract(m.obj, t, c * a / p)
             m.constant += c * b / p
-        m.obj = {t: c for t, c in m.obj.items() if abs(c) > 1e-12}  # cancelled terms (float error) are gone
         m.rows[i] = {}  # implied free: the defining row says nothing more once y is gone
         m.lo[i], m.hi[i] = 0.0, 0.0
         m.lb[j], m.ub[j] = 0.0, 0.0
