@@ -412,6 +412,30 @@ def test_a_cost_cancelled_by_a_substitution_vanishes_in_any_units(seed: int, nam
     assert res.equivalent and res.layer == "exact", res.reason
 
 
+def test_a_model_presolved_to_bounds_alone_still_scales_its_columns() -> None:
+    """Presolve can leave no row (a small flow plan whose balances all substitute away): the column scaling used to
+    stop there, so x in [0, 15] at cost 5 and the same x counted in sixtieths, [0, 0.25] at cost 300, hashed apart.
+    An integer column keeps its units."""
+    from contracts.equivalence.stdform import StdModel
+
+    def one(lb: float, ub: float, cost: float, integer: bool = False) -> str | None:
+        return exact_hash(canonicalize(StdModel(["x"], [integer], [lb], [ub], [], [], [], {0: cost})))
+
+    assert one(0.0, 15.0, 5.0) == one(0.0, 0.25, 300.0)
+    assert one(0.0, 15.0, 5.0) != one(0.0, 15.0, 4.0)  # not the same model: its optimum is -60 against -75
+    assert one(0.0, 15.0, 5.0, integer=True) != one(0.0, 3.0, 25.0, integer=True)
+
+
+@pytest.mark.parametrize("family", ["blending", "min_cost_flow"])
+def test_scaled_and_reordered_copies_of_models_that_presolve_away_are_equal(family: str) -> None:
+    """The with-test-kinds slice's last two misses: seed 3 of each reduces to one or two costed columns."""
+    name = "scaled_vars_rows_reordered"
+    ref = generate_problem(family, 3, difficulty=1).ir
+    cand = bench.HELD_OUT_EQUIVALENT[name](ref, np.random.default_rng([3, len(name)]))
+    res = compare_models(ref, cand.to_mps())
+    assert res.equivalent and res.layer == "exact", res.reason
+
+
 def _loss_chain(n: int, seed: int, scaled: bool):  # noqa: ANN202 - a StdModel
     """Flows x_0 -> x_1 -> ... -> x_0 with loss factors and one cost at the head: a scaling direction that only the
     far end of the chain anchors. ``scaled`` multiplies every row by 0.5, 2, 3 or 7 (the same model). The chain is

@@ -282,7 +282,7 @@ def _scale_columns(m: StdModel) -> None:
 
     in_quad = {j for k in m.quad for j in k}
     free = [j for j in range(m.n_vars) if not m.integer[j] and j not in in_quad]
-    if not free or not m.rows:
+    if not free:  # a model that presolve reduced to bounds and costs still scales its costed columns (cost -> 1)
         return
     col_of = {j: k for k, j in enumerate(free)}
     n_r, n_c = m.n_rows, len(free)
