@@ -70,7 +70,7 @@ def main() -> None:
     runs = [measure(pairs, 0), measure(pairs, canonical._REFINE_STEPS)]
     print(f"{len(pairs)} instances over {len(family_names())} families, {args.copies} shuffled copies each")
     print(f"{'solve':28} {'copies':>6} {'misses':>6} {'rate':>7} {'collide':>7} {'ms/hash':>7}")
-    for run, label in zip(runs, ("ridge (contracts-3)", f"ridge + {runs[1]['refine_steps']} refinements"),
+    for run, label in zip(runs, ("ridge, no refinement step", f"ridge + {runs[1]['refine_steps']} refinements"),
                           strict=True):
         print(f"{label:28} {run['copies']:6d} {run['misses']:6d} {run['miss_rate']:7.2%} {run['collisions']:7d} "
               f"{run['median_ms']:7.2f}")

@@ -2,8 +2,8 @@
 
 ``compare_models(reference, candidate)`` takes IR models, MPS text or ``StdModel``s and says whether they are the
 same model, which layer decided, and the evidence. Exact and WL equality are decisive (a WL collision needs two
-non-isomorphic models with identical labelled colour histograms, which none of the perturbations a modeller makes
-produce); otherwise the semantic layer decides.
+non-isomorphic models with the same stable colouring certificate (label table, cells and every split), which none
+of the perturbations a modeller makes produce); otherwise the semantic layer decides.
 """
 
 from __future__ import annotations

@@ -10,21 +10,23 @@ bounds (rounded inwards). For comparing two models (``reformulate=True``, what `
 and WL layers) also a substituted defined variable, a split free variable, fixed columns and row sides the bounds
 imply (``reformulate.py``). What is left is compared up to a permutation of rows and columns.
 
-Exact hash: colour refinement of the bipartite variable-constraint graph (labels: bounds, integrality, costs,
-coefficients), ties broken by individualising one vertex at a time, then the matrix written in that order. Equal
-hashes mean the canonical models are identical up to permutation (sound); for highly symmetric models the
-tie-breaking may miss a match, which is what the WL layer (hash of the colour histogram) and the semantic layer
-are for.
+Exact hash: the stable colouring (colour refinement) of the bipartite variable-constraint graph (labels: bounds,
+integrality, costs, coefficients), computed as a coarsest equitable partition in O(m log n) (``partition.py``), ties
+broken by individualising one vertex at a time, then the matrix written in that order. Equal hashes mean the
+canonical models are identical up to permutation (sound); for highly symmetric models the tie-breaking may miss a
+match, which is what the WL layer (hash of the partition's certificate) and the semantic layer are for.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.equivalence.partition import Equitable
 from contracts.equivalence.reformulate import (
     drop_implied_sides,
     merge_split_columns,
@@ -227,7 +229,7 @@ def _unsigned_colours(m: StdModel, in_quad: set[int]) -> list[str]:
         u.lb[j], u.ub[j] = (-INF, INF) if free else (0.0, 1.0 if two else INF)
         c = m.obj.get(j, 0.0)
         u.obj[j] = (0.0 if c == 0 or free or j in in_quad else r(c) if m.integer[j] else math.copysign(1.0, c))
-    return refine(u, *initial_colours(u))[0]
+    return equitable(u, *initial_colours(u)).colours()[0]
 
 
 def _move(m: StdModel, j: int, move: tuple[float, float], moved: dict[int, tuple[float, float]],
@@ -572,7 +574,7 @@ def _orient_rows(m: StdModel) -> None:
     unsigned = m.copy()
     for i in ties:
         unsigned.rows[i] = {j: abs(c) for j, c in m.rows[i].items()}
-    var, _ = refine(unsigned, *initial_colours(unsigned))
+    var, _ = equitable(unsigned, *initial_colours(unsigned)).colours()
     for i in ties:
         # the row's (column colour, coefficient) multiset against its negation's; equal: symmetric, either sign
         # is as good. (Only the smallest colour used to decide, and a row whose two smallest columns shared a colour
@@ -612,7 +614,9 @@ def initial_colours(m: StdModel, d: int = _DIGITS) -> tuple[list[str], list[str]
 
 def refine(m: StdModel, var: list[str], row: list[str], rounds: int | None = None,
            d: int = _DIGITS) -> tuple[list[str], list[str]]:
-    """Colour refinement until the partition stops splitting (or ``rounds`` rounds)."""
+    """Colour refinement in synchronous rounds (``rounds`` of them, or until the partition stops splitting): colours
+    that compare across models, which ``semantic.map_variables`` pairs columns by after 1-3 rounds. The stable
+    partition takes as many rounds as the graph is long; ``equitable`` reaches it in O(m log n)."""
     cols: list[list[tuple[int, float]]] = [[] for _ in range(m.n_vars)]
     for i, rw in enumerate(m.rows):
         for j, c in rw.items():
@@ -636,12 +640,43 @@ def refine(m: StdModel, var: list[str], row: list[str], rounds: int | None = Non
     return var, row
 
 
+def equitable(m: StdModel, var: list[str], row: list[str], d: int = _DIGITS) -> Equitable:
+    """The stable colouring of ``refine`` (the coarsest equitable partition of the variable-constraint graph from
+    these initial colours), by splitting cells (``partition.py``), with a canonical cell order and certificate."""
+    nv = m.n_vars
+    edges: list[tuple[int, int, object]] = [(j, nv + i, (0, r(c, d))) for i, rw in enumerate(m.rows)
+                                            for j, c in rw.items()]
+    edges += [(a, b, (1, r(c, d))) for (a, b), c in m.quad.items()]
+    return Equitable(nv, edges, var + row)
+
+
+def discrete(m: StdModel, d: int = _DIGITS) -> Equitable:
+    """The equitable partition with every column in a cell of its own: one vertex (the first by index) of the
+    smallest tied column cell individualised at a time, refining after each. Cells only shrink, so a heap entry
+    whose size is no longer its cell's is stale (the cell's new size was pushed when it split)."""
+    e = equitable(m, *initial_colours(m, d), d=d)
+    nv = m.n_vars
+    heap = [(n, s) for s, n in e.size.items() if n > 1 and e.perm[s] < nv]
+    heapq.heapify(heap)
+    while heap:
+        n, s = heapq.heappop(heap)
+        if e.size[s] != n:
+            continue
+        e.changed.clear()
+        e.individualise(min(e.perm[s:s + n]))
+        for s2, n2 in e.changed:
+            if n2 > 1 and e.perm[s2] < nv:
+                heapq.heappush(heap, (n2, s2))
+    return e
+
+
 def wl_hash(c: Canonical, digits: int = _DIGITS) -> str:
-    """Hash of the stable colour histogram (plus objective constant): equal for isomorphic canonical models. Every
-    number is rounded to ``digits`` significant digits, as in ``exact_hash``."""
+    """Hash of the stable colouring's certificate (the label table, initial colours and every split with the labels
+    behind it) plus the objective constant: equal for isomorphic canonical models. Every number is rounded to
+    ``digits`` significant digits, as in ``exact_hash``."""
     m = c.model
-    var, row = refine(m, *initial_colours(m, digits), d=digits)
-    return _h((sorted(Counter(var).items()), sorted(Counter(row).items()), r(m.constant, digits), c.infeasible))
+    e = equitable(m, *initial_colours(m, digits), d=digits)
+    return _h((e.certificate, r(m.constant, digits), c.infeasible))
 
 
 def exact_hash(c: Canonical, max_vars: int = 3000, digits: int = _DIGITS) -> str | None:
@@ -650,15 +685,7 @@ def exact_hash(c: Canonical, max_vars: int = 3000, digits: int = _DIGITS) -> str
     m = c.model
     if m.n_vars > max_vars:
         return None
-    var, row = refine(m, *initial_colours(m, digits), d=digits)
-    # Individualise one vertex of the smallest tied class at a time until every variable has its own colour.
-    while len(set(var)) < len(var):
-        sizes = Counter(var)
-        target = min((n, col) for col, n in sizes.items() if n > 1)[1]
-        j = var.index(target)
-        var = list(var)
-        var[j] = _h((target, "*"))
-        var, row = refine(m, var, row, d=digits)
+    var = discrete(m, digits).colours()[0]
     rank = {j: k for k, j in enumerate(sorted(range(m.n_vars), key=lambda j: var[j]))}
     cols = [(m.integer[j], _fin(m.lb[j], digits), _fin(m.ub[j], digits), r(m.obj.get(j, 0.0), digits))
             for j in sorted(rank, key=rank.get)]

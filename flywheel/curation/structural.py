@@ -31,8 +31,13 @@ from solvers.ir import Model
 # hasher tells integer columns' costs apart when a direction is read from the columns beside it (an orienteering miss
 # of bench/equivalence.py), and its presolve runs to its fixpoint (it stopped after 20 passes; no generator instance
 # needs more than 3 here, so no stored hash moved). compare_models' reformulations (parallel-column merge, defined
-# variables, split columns) never enter this hash: it canonicalises without them.
-DEFAULT_HASHER = "contracts-4"
+# variables, split columns) never enter this hash: it canonicalises without them. "contracts-5" (2026-12-07, session
+# 30): the stable colouring is computed by splitting cells one splitter at a time (contracts/equivalence/partition.py,
+# O(m log n); synchronous rounds took ~95 s on a 1,500-column chain) and the hash is that partition's certificate
+# (label table, initial colours, every split with its labels) instead of a histogram of round-by-round colour
+# strings: the same partition, other bytes, so every stored hash moved (nothing stores them: export and
+# decontamination hash on the fly, and a shard's manifest names the hasher).
+DEFAULT_HASHER = "contracts-5"
 
 
 def structural_hash(model: Model | str, length: int = 16) -> str:
