@@ -309,6 +309,7 @@ def test_large_models_are_decided_by_wl() -> None:
     same = compare_models(ref, bench.scaled_variables(ref, np.random.default_rng(1)).to_mps())
     assert same.equivalent and same.layer == "wl", same.reason
     assert same.evidence["ref_exact"] is None  # the exact layer refused
+    assert same.evidence["wl_isomorphism"] == "found"  # equal WL hashes alone do not decide (two triangles, a hexagon)
     miss = compare_models(ref, bench.scaled_near_miss(ref, np.random.default_rng(1)).to_mps())
     assert not miss.equivalent
 
@@ -633,3 +634,26 @@ def test_cost_free_columns_whose_rows_name_no_direction(build, moves) -> None:  
     assert exact_hash(a) == exact_hash(b)
     res = compare_models(ref, cand.to_mps())
     assert res.equivalent and res.layer == "exact", res.reason
+
+
+@pytest.mark.parametrize("dense_max", [1500, 0])
+def test_the_column_scaling_solves_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch, dense_max: int) -> None:
+    """OpenBLAS's threads spinning for cores that other work holds made a small SVD ~300x slower on a loaded 2-core
+    machine (2.3 s vs 6 ms); one thread also keeps the last bits, and so the hashes, the same on any core count.
+    Both paths: the dense SVD (numpy's OpenBLAS) and the sparse SuperLU (scipy's own)."""
+    from threadpoolctl import threadpool_info
+
+    import contracts.equivalence.canonical as canonical
+
+    seen: list[list[int]] = []
+    solve = canonical._log_scale_solve_1
+
+    def spy(*args):  # noqa: ANN002, ANN202
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return solve(*args)
+
+    monkeypatch.setattr(canonical, "_log_scale_solve_1", spy)
+    monkeypatch.setattr(canonical, "DENSE_SCALE_MAX", dense_max)
+    ir = generate_problem("production_planning", 3, 2).ir
+    assert exact_hash(canonicalize(from_ir(ir))) is not None
+    assert seen and all(threads and set(threads) == {1} for threads in seen)

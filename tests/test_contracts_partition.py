@@ -143,3 +143,46 @@ def test_an_identical_items_model_is_ordered_in_near_linear_work() -> None:
     assert len(set(e.colours()[0])) == n
     assert e.work <= 4 * 2 * n
     assert exact_hash(c1) == exact_hash(c2) is not None
+
+
+def _cycles(edges: list[tuple[int, int]], n: int) -> StdModel:
+    """Max sum x over binaries with x_a + x_b <= 1 per edge: every column in two rows, every row two columns."""
+    return StdModel([f"x{i}" for i in range(n)], [True] * n, [0.0] * n, [1.0] * n,
+                    [{a: 1.0, b: 1.0} for a, b in edges], [-INF] * len(edges), [1.0] * len(edges),
+                    {i: -1.0 for i in range(n)})
+
+
+_HEXAGON = [(i, (i + 1) % 6) for i in range(6)]
+_TRIANGLES = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)]
+
+
+def test_two_triangles_are_not_a_hexagon_though_their_wl_hashes_agree() -> None:
+    """Colour refinement cannot tell them apart (every vertex has two neighbours of its one colour), but their optima
+    differ (3 vs 2 independent vertices): equal WL hashes used to decide "equivalent" on their own."""
+    from contracts.equivalence import compare_models
+    from contracts.equivalence.canonical import isomorphic
+
+    hexagon, triangles = _cycles(_HEXAGON, 6), _cycles(_TRIANGLES, 6)
+    a, b = canonicalize(hexagon, reformulate=True), canonicalize(triangles, reformulate=True)
+    assert wl_hash(a) == wl_hash(b)
+    assert isomorphic(a, b) is False
+    res = compare_models(hexagon, triangles)
+    assert not res.equivalent and res.layer == "semantic" and res.evidence["wl_isomorphism"] == "none exists"
+    assert not compare_models(hexagon, triangles, layers=("exact", "wl")).equivalent
+
+
+def test_a_copy_whose_first_column_lies_elsewhere_is_found_by_the_search() -> None:
+    """A hexagon beside two triangles (12 columns, one stable cell). exact_hash individualises the first column by
+    index: in the model a hexagon vertex, in the copy (triangles renumbered first) a triangle vertex, so the two
+    orders differ and the exact layer misses; the search tries the copy's other columns and finds the isomorphism."""
+    from contracts.equivalence import compare_models
+    from contracts.equivalence.canonical import isomorphic
+
+    model = _cycles(_HEXAGON + [(a + 6, b + 6) for a, b in _TRIANGLES], 12)
+    copy = _cycles(_TRIANGLES + [(a + 6, b + 6) for a, b in _HEXAGON], 12)
+    a, b = canonicalize(model, reformulate=True), canonicalize(copy, reformulate=True)
+    assert exact_hash(a) != exact_hash(b)
+    assert isomorphic(a, b) is True
+    assert isomorphic(a, b, budget=10) is None  # a spent budget is "unknown", never a verdict
+    res = compare_models(model, copy, layers=("exact", "wl"))
+    assert res.equivalent and res.layer == "wl" and res.evidence["wl_isomorphism"] == "found"

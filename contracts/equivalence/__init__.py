@@ -1,9 +1,9 @@
 """Structural equivalence of two optimisation models, layered cheapest first: exact -> WL -> semantic.
 
 ``compare_models(reference, candidate)`` takes IR models, MPS text or ``StdModel``s and says whether they are the
-same model, which layer decided, and the evidence. Exact and WL equality are decisive (a WL collision needs two
-non-isomorphic models with the same stable colouring certificate (label table, cells and every split), which none
-of the perturbations a modeller makes produce); otherwise the semantic layer decides.
+same model, which layer decided, and the evidence. Exact equality is decisive; WL equality is decisive once an
+isomorphism search confirms it (two non-isomorphic models can share a stable colouring: two triangles and a
+hexagon); otherwise the semantic layer decides.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.equivalence.canonical import canonicalize, exact_hash, wl_hash
+from contracts.equivalence.canonical import canonicalize, exact_hash, isomorphic, wl_hash
 from contracts.equivalence.mps import read_mps
 from contracts.equivalence.semantic import semantic_equivalent
 from contracts.equivalence.stdform import StdModel, from_ir
@@ -67,13 +67,18 @@ def compare_models(reference: ModelLike, candidate: ModelLike, *, candidate_sens
     if "wl" in layers:
         wa, wb = wl_hash(ref), wl_hash(cand)
         ev.update(ref_wl=wa, cand_wl=wb)
-        if wa == wb:
-            return _done(True, "wl", "Weisfeiler-Lehman hashes are equal", ev, t0)
-        # the exact layer's rounding-boundary case (above): in a model of thousands of numbers, one of them sits on
-        # a 9-digit boundary more often than not
-        if wl_hash(ref, digits=COARSE_DIGITS) == wl_hash(cand, digits=COARSE_DIGITS):
-            return _done(True, "wl", f"Weisfeiler-Lehman hashes are equal to {COARSE_DIGITS} significant digits",
-                         ev, t0)
+        # Equal WL hashes are necessary, not sufficient (two triangles and a hexagon hash equal): an isomorphism
+        # search decides, and where it finds none or runs out of budget the semantic layer does. The coarse digits
+        # are the exact layer's rounding-boundary case (above): in a model of thousands of numbers, one of them
+        # sits on a 9-digit boundary more often than not.
+        coarse = wa != wb and wl_hash(ref, digits=COARSE_DIGITS) == wl_hash(cand, digits=COARSE_DIGITS)
+        if wa == wb or coarse:
+            iso = isomorphic(ref, cand, digits=COARSE_DIGITS) if coarse else isomorphic(ref, cand)
+            ev["wl_isomorphism"] = {True: "found", False: "none exists", None: "search budget spent"}[iso]
+            if iso:
+                at = f" to {COARSE_DIGITS} significant digits" if coarse else ""
+                return _done(True, "wl", f"Weisfeiler-Lehman hashes are equal{at} and an isomorphism was found",
+                             ev, t0)
     if "semantic" in layers:
         # in the programs' own units: the semantic layer maps solutions across by variable name
         sem = semantic_equivalent(canonicalize(ref_std, scale_columns=False),

@@ -326,9 +326,33 @@ _RIDGE = 1e-6
 _REFINE_STEPS = 2
 
 
+_BLAS: Any = None
+
+
 def _log_scale_solve(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any:
     """argmin_x ||A x - b||^2 + RIDGE^2 ||x||^2, one equation per (row or -1, column or -1, log|a|): +1 on the row's
-    factor, -1 on the column's (index n_r + column), right-hand side -log|a|."""
+    factor, -1 on the column's (index n_r + column), right-hand side -log|a|.
+
+    On one BLAS thread (threadpoolctl): the contracts stage runs a worker per core, and OpenBLAS's threads, spinning
+    for cores that other work holds, made a 338 x 104 SVD take 2.3 s instead of 6 ms on a loaded 2-core machine
+    (a 60-column model's compare_models took 2.9 s beside a training run). One thread also gives the same last bits
+    on any machine, whatever its core count, so a hash does not depend on where it was computed."""
+    global _BLAS
+    if n > DENSE_SCALE_MAX:  # SuperLU: scipy's own OpenBLAS, loaded now; a fresh scan (~0.6 ms) finds it
+        from scipy.sparse.linalg import splu  # noqa: F401
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return _log_scale_solve_1(eqs, n, n_r)
+    if _BLAS is None:  # numpy's OpenBLAS: one scan, then ~0.1 ms per limit
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    with _BLAS.limit(limits=1, user_api="blas"):
+        return _log_scale_solve_1(eqs, n, n_r)
+
+
+def _log_scale_solve_1(eqs: list[tuple[int, int, float]], n: int, n_r: int) -> Any:
     import numpy as np
 
     rr = [e for e, (i, _, _) in enumerate(eqs) if i >= 0]
@@ -685,7 +709,12 @@ def exact_hash(c: Canonical, max_vars: int = 3000, digits: int = _DIGITS) -> str
     m = c.model
     if m.n_vars > max_vars:
         return None
-    var = discrete(m, digits).colours()[0]
+    return _h(_matrix(c, discrete(m, digits).colours()[0], digits))
+
+
+def _matrix(c: Canonical, var: list, digits: int) -> tuple:
+    """The canonical model written with its columns in the order of ``var`` (all distinct) and its rows sorted."""
+    m = c.model
     rank = {j: k for k, j in enumerate(sorted(range(m.n_vars), key=lambda j: var[j]))}
     cols = [(m.integer[j], _fin(m.lb[j], digits), _fin(m.ub[j], digits), r(m.obj.get(j, 0.0), digits))
             for j in sorted(rank, key=rank.get)]
@@ -693,4 +722,62 @@ def exact_hash(c: Canonical, max_vars: int = 3000, digits: int = _DIGITS) -> str
                    _fin(m.hi[i], digits))
                   for i, rw in enumerate(m.rows))
     quad = sorted((tuple(sorted((rank[a], rank[b]))), r(q, digits)) for (a, b), q in m.quad.items())
-    return _h((cols, rows, quad, r(m.constant, digits), c.infeasible))
+    return (cols, rows, quad, r(m.constant, digits), c.infeasible)
+
+
+def isomorphic(a: Canonical, b: Canonical, digits: int = _DIGITS, budget: int | None = None) -> bool | None:
+    """Whether ``b`` is ``a`` with its columns and rows renamed and reordered (every number at ``digits`` digits).
+
+    Equal WL hashes do not prove it: colour refinement cannot tell two triangles from a hexagon (every vertex has
+    two neighbours of one colour), whose optima differ. This is the individualisation-refinement search: ``a`` goes
+    down exact_hash's path (the first column of the smallest tied cell, refine, again, until every column has a cell
+    of its own); ``b`` tries each column of the matching cell, keeps the ones whose refinement gives ``a``'s
+    certificate, and backtracks. True is proof (both matrices, written in the orders found, are equal); False: no
+    order exists; None: the search spent ``budget`` (adjacency entries read plus entries copied; default 64 times
+    the model's size) first."""
+    ma, mb = a.model, b.model
+    if (ma.n_vars, ma.n_rows, len(ma.quad)) != (mb.n_vars, mb.n_rows, len(mb.quad)):
+        return False
+    e = equitable(ma, *initial_colours(ma, digits), d=digits)
+    eb = equitable(mb, *initial_colours(mb, digits), d=digits)
+    if e.certificate != eb.certificate:
+        return False
+    step = ma.n_vars + ma.n_rows  # a copy of a partition, or the cells scanned for the next tie
+    limit = budget if budget is not None else 64 * (step + sum(len(rw) for rw in ma.rows) + len(ma.quad))
+    spent = e.work
+    certs, ties = [e.certificate], []  # a's path: the certificate after each individualisation, and its cell
+    while (tie := e.smallest_tied()) is not None:
+        n, s = tie
+        work = e.work
+        e.individualise(min(e.perm[s:s + n]))
+        spent += step + e.work - work
+        if spent > limit:
+            return None
+        ties.append(tie)
+        certs.append(e.certificate)
+    target = _matrix(a, e.colours()[0], digits)
+    if not ties:
+        return _matrix(b, eb.colours()[0], digits) == target
+    stack = [(eb, iter(sorted(eb.perm[ties[0][1]:ties[0][1] + ties[0][0]])))]
+    while stack:
+        e, untried = stack[-1]
+        w = next(untried, None)
+        if w is None:
+            stack.pop()
+            continue
+        child = e.copy()
+        child.individualise(w)
+        spent += step + child.work - e.work
+        if spent > limit:
+            return None
+        depth = len(stack)
+        if child.certificate != certs[depth]:
+            continue
+        if depth == len(ties):
+            spent += step + sum(len(rw) for rw in mb.rows)  # writing the matrix
+            if _matrix(b, child.colours()[0], digits) == target:
+                return True
+            continue
+        n, s = ties[depth]
+        stack.append((child, iter(sorted(child.perm[s:s + n]))))
+    return False

@@ -117,6 +117,20 @@ class Equitable:
             self._split(c, self.size[c] - 1, [[v]])
             self._run()
 
+    def copy(self) -> Equitable:
+        """An independent copy of this partition (the graph itself is shared: it never changes), for a search that
+        individualises in one branch and backtracks."""
+        e = Equitable.__new__(Equitable)
+        e.n_vars, e.adj, e.perm, e.pos, e.start = self.n_vars, self.adj, list(self.perm), list(self.pos), list(self.start)
+        e.size, e._digest, e.work, e.changed = dict(self.size), self._digest.copy(), self.work, []
+        e.queue, e.queued = deque(self.queue), set(self.queued)
+        return e
+
+    def smallest_tied(self) -> tuple[int, int] | None:
+        """(size, start) of the smallest column cell with more than one column (first by start): the next cell to
+        individualise in, in an order no renaming changes."""
+        return min(((n, s) for s, n in self.size.items() if n > 1 and self.perm[s] < self.n_vars), default=None)
+
     @property
     def certificate(self) -> str:
         return self._digest.hexdigest()[:16]
