@@ -1,10 +1,9 @@
 """compare_models with the column scaling's BLAS on one thread (as shipped, threadpoolctl) vs OpenBLAS's default
-thread count (one per core), on a quiet machine and beside two busy processes (what the contracts stage meets
-beside a training run, or as one of a worker per core), in one run.
+thread count (one per core), on its own, beside two pure-Python loops, and beside torch GEMMs on two OpenMP
+threads (what the contracts stage meets beside a training run or a policy's sampling), in one run.
 
-Pairs: every generator family at difficulty 2 against its held-out ``scaled_variables`` copy (bench/equivalence.py),
-each compared once per arm, arms interleaved pair by pair so that both see the same load. The busy processes are
-pure-Python loops (no BLAS of their own).
+Pairs: every generator family at difficulty 2 against its held-out ``scaled_vars_rows_reordered`` copy (bench/equivalence.py),
+each compared once per arm, arms interleaved pair by pair so that both see the same load.
 
     .venv/bin/python bench/blas_threads.py [--seeds 1]
 """
@@ -43,14 +42,27 @@ def _spin() -> None:
         pass
 
 
-def run(pairs: list, load: int) -> dict[str, list[float]]:
-    busy = [mp.get_context("fork").Process(target=_spin, daemon=True) for _ in range(load)]
+def _torch() -> None:
+    """A training run's shape of load: torch GEMMs on 2 OpenMP threads, back to back."""
+    import torch
+
+    torch.set_num_threads(2)
+    a = torch.randn(1024, 1024)
+    while True:
+        a = torch.tanh(a @ a)
+
+
+LOADS = {"none": [], "2 python loops": [_spin, _spin], "torch, 2 threads": [_torch]}
+
+
+def run(pairs: list, load: str) -> dict[str, list[float]]:
+    busy = [mp.get_context("spawn").Process(target=f, daemon=True) for f in LOADS[load]]
     for p in busy:
         p.start()
     times: dict[str, list[float]] = {"one thread": [], "default threads": []}
     try:
-        time.sleep(0.5 if load else 0)
-        for ref, cand in track(pairs, description=f"{load} busy processes"):
+        time.sleep(3.0 if busy else 0)  # spawned: let them start
+        for ref, cand in track(pairs, description=f"beside {load}"):
             for arm, solve in (("one thread", SHIPPED), ("default threads", canonical._log_scale_solve_1)):
                 canonical._log_scale_solve = solve
                 t0 = time.perf_counter()
@@ -72,22 +84,22 @@ def main() -> None:
     for f in family_names():
         for seed in range(args.seeds):
             ir = generate_problem(f, seed, 2).ir
-            cand = eqbench.EQUIVALENT["scaled_variables"](ir, np.random.default_rng(seed))
+            cand = eqbench.HELD_OUT_EQUIVALENT["scaled_vars_rows_reordered"](ir, np.random.default_rng(seed))
             if cand is not None:
                 pairs.append((ir, cand.to_mps()))
     rows = []
-    for load in (0, 2):
+    for load in LOADS:
         t = run(pairs, load)
-        rows.append({"busy_processes": load, "pairs": len(pairs),
+        rows.append({"beside": load, "pairs": len(pairs),
                      **{f"{arm} total_s": sum(v) for arm, v in t.items()},
                      **{f"{arm} median_ms": statistics.median(v) * 1e3 for arm, v in t.items()},
                      **{f"{arm} max_ms": max(v) * 1e3 for arm, v in t.items()}})
     table = Table(title=f"compare_models over {len(pairs)} pairs: seconds in all")
-    for col in ("busy", "default threads", "one thread", "ratio", "max ms default / one"):
+    for col in ("beside", "default threads", "one thread", "ratio", "max ms default / one"):
         table.add_column(col, justify="right")
     for r in rows:
         d, o = r["default threads total_s"], r["one thread total_s"]
-        table.add_row(str(r["busy_processes"]), f"{d:.2f}", f"{o:.2f}", f"{d / o:.1f}x",
+        table.add_row(r["beside"], f"{d:.2f}", f"{o:.2f}", f"{d / o:.1f}x",
                       f"{r['default threads max_ms']:.0f} / {r['one thread max_ms']:.0f}")
     Console(width=80).print(table)
     args.out.write_text(json.dumps({"bench": "blas_threads", "date": datetime.now(UTC).isoformat(), "rows": rows,
