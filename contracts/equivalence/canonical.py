@@ -23,6 +23,7 @@ import hashlib
 import heapq
 import math
 from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -674,12 +675,12 @@ def equitable(m: StdModel, var: list[str], row: list[str], d: int = _DIGITS) -> 
     return Equitable(nv, edges, var + row)
 
 
-def discrete(m: StdModel, d: int = _DIGITS) -> Equitable:
-    """The equitable partition with every column in a cell of its own: one vertex (the first by index) of the
-    smallest tied column cell individualised at a time, refining after each. Cells only shrink, so a heap entry
-    whose size is no longer its cell's is stale (the cell's new size was pushed when it split)."""
-    e = equitable(m, *initial_colours(m, d), d=d)
-    nv = m.n_vars
+def _descend(e: Equitable) -> Iterator[tuple[int, int]]:
+    """Individualise one column (the first by index) of the smallest tied column cell at a time, refining after
+    each, until every column has a cell of its own; yields each (size, start) individualised in, after the refinement.
+    Cells only shrink, so a heap entry whose size is no longer its cell's is stale (its new size was pushed when it
+    split)."""
+    nv = e.n_vars
     heap = [(n, s) for s, n in e.size.items() if n > 1 and e.perm[s] < nv]
     heapq.heapify(heap)
     while heap:
@@ -691,6 +692,14 @@ def discrete(m: StdModel, d: int = _DIGITS) -> Equitable:
         for s2, n2 in e.changed:
             if n2 > 1 and e.perm[s2] < nv:
                 heapq.heappush(heap, (n2, s2))
+        yield n, s
+
+
+def discrete(m: StdModel, d: int = _DIGITS) -> Equitable:
+    """The equitable partition with every column in a cell of its own (``_descend``): exact_hash's order."""
+    e = equitable(m, *initial_colours(m, d), d=d)
+    for _ in _descend(e):
+        pass
     return e
 
 
@@ -742,15 +751,13 @@ def isomorphic(a: Canonical, b: Canonical, digits: int = _DIGITS, budget: int | 
     eb = equitable(mb, *initial_colours(mb, digits), d=digits)
     if e.certificate != eb.certificate:
         return False
-    step = ma.n_vars + ma.n_rows  # a copy of a partition, or the cells scanned for the next tie
-    limit = budget if budget is not None else 64 * (step + sum(len(rw) for rw in ma.rows) + len(ma.quad))
+    step = ma.n_vars + ma.n_rows  # a copy of a partition, or a step down a's path
+    nnz = sum(len(rw) for rw in ma.rows)
+    limit = budget if budget is not None else 64 * (step + nnz + len(ma.quad))
     spent = e.work
     certs, ties = [e.certificate], []  # a's path: the certificate after each individualisation, and its cell
-    while (tie := e.smallest_tied()) is not None:
-        n, s = tie
-        work = e.work
-        e.individualise(min(e.perm[s:s + n]))
-        spent += step + e.work - work
+    for tie in _descend(e):
+        spent = e.work + step * len(certs)
         if spent > limit:
             return None
         ties.append(tie)
@@ -774,7 +781,7 @@ def isomorphic(a: Canonical, b: Canonical, digits: int = _DIGITS, budget: int | 
         if child.certificate != certs[depth]:
             continue
         if depth == len(ties):
-            spent += step + sum(len(rw) for rw in mb.rows)  # writing the matrix
+            spent += step + nnz  # writing the matrix (b has a's certificate, so a's size)
             if _matrix(b, child.colours()[0], digits) == target:
                 return True
             continue

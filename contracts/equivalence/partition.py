@@ -82,8 +82,6 @@ class Equitable:
 
     def _split(self, c: int, untouched: int, groups: list[list[int]]) -> None:
         """Cell ``c`` becomes: its ``untouched`` vertices (if any) at ``c``, then each group in the given order."""
-        if not untouched and len(groups) == 1:
-            return
         boundary, end = c + untouched, c + self.size[c]
         moved = {w for g in groups for w in g}
         # Touched vertices go to [boundary, end): swap each one left of it with an untouched one right of it.
@@ -125,11 +123,6 @@ class Equitable:
         e.size, e._digest, e.work, e.changed = dict(self.size), self._digest.copy(), self.work, []
         e.queue, e.queued = deque(self.queue), set(self.queued)
         return e
-
-    def smallest_tied(self) -> tuple[int, int] | None:
-        """(size, start) of the smallest column cell with more than one column (first by start): the next cell to
-        individualise in, in an order no renaming changes."""
-        return min(((n, s) for s, n in self.size.items() if n > 1 and self.perm[s] < self.n_vars), default=None)
 
     @property
     def certificate(self) -> str:
