@@ -414,4 +414,5 @@ def _serve(role: str, bwrapped: bool) -> None:
 
 
 if __name__ == "__main__":
+    os.environ.pop("PYTHONPATH", None)  # set by jail.command to find the parent's packages; user code never sees it
     _serve(sys.argv[1], sys.argv[2] == "bwrap")

@@ -42,14 +42,26 @@ def command(role: str) -> tuple[list[str], dict[str, str] | None, str | None, li
 
     bwrapped = bwrap_works()
     argv = [sys.executable, "-m", "contracts.blind", role, "bwrap" if bwrapped else "process"]
+    roots = package_roots()
     if bwrapped:
         here = str(Path(__file__).resolve().parent)
-        cmd = bwrap_command([], {}, caps=os.geteuid() == 0) + ["--ro-bind", here, here]
+        cmd = bwrap_command([], {}, caps=os.geteuid() == 0) + ["--ro-bind", here, here,
+                                                               "--setenv", "PYTHONPATH", roots]
         return cmd + argv, None, None, ["bwrap", "netns", "pidns", "ro-system", "tmpfs"]
     work = tempfile.mkdtemp(prefix="flywheel-blind-")
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": roots}
     return argv, env, work, ["process", "clean-env"]
+
+
+def package_roots() -> str:
+    """The directories the parent imported ``contracts`` and ``solvers`` from, as a ``PYTHONPATH``: the child imports
+    the same copies (a second checkout run with ``PYTHONPATH`` beside an installed one once had its child look for the
+    installed ``contracts``, which bubblewrap had not mounted). The child drops the variable once it has started."""
+    import solvers
+
+    pkgs = (Path(__file__).resolve().parent, Path(solvers.__file__).resolve().parent)
+    return os.pathsep.join(dict.fromkeys(str(p.parent) for p in pkgs))
 
 
 def lock_down(role: str, bwrapped: bool) -> list[str]:
