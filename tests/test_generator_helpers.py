@@ -4,11 +4,13 @@ domains, and the phrasing vocabulary read from package data."""
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import numpy as np
+import pytest
 
-from flywheel.generators._phrasing import APPLICATION_DOMAINS, distractor_facts, story_intro
+from flywheel.generators._phrasing import APPLICATION_DOMAINS, articles, distractor_facts, story_intro
 from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import (
     FAMILIES,
@@ -112,3 +114,29 @@ def test_every_family_draws_its_sizes_and_names_per_instance():
         assert max(len(s) for s in lengths.values()) >= 2, f"{name}: every list has one length at difficulty 2"
         if name not in ORDERED_ONLY:
             assert max(len(s) for s in contents.values()) >= 6, f"{name}: names barely vary: {contents}"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("can open a ambulance base", "can open an ambulance base"),  # ambulance_location's template and vocabulary
+    ("Shifts. A officer works", "Shifts. An officer works"),  # a capital article where a sentence starts
+    ("a Expert, a Analyst", "an Expert, an Analyst"),  # team_selection's role names
+    ("a unit, a one-off, a university, a euro", "a unit, a one-off, a university, a euro"),  # a consonant sound
+    ("within a hour", "within an hour"),  # a silent h
+    ("Plan A earns more than Plan A", "Plan A earns more than Plan A"),  # mid-sentence "A" is a name
+    ("A and B. A is open", "A and B. A is open"),  # a function word after it: a name again
+    ("| A | 3 |", "| A | 3 |"),  # a table cell
+])
+def test_articles_before_a_vowel_sound(text: str, expected: str) -> None:
+    assert articles(text) == expected
+
+
+def test_no_family_writes_a_before_a_vowel():
+    """"a ambulance base", "A officer", "a exam" came out of ten families whose templates write ``a {{ noun }}``;
+    every phrasing now goes through ``articles``."""
+    bad = re.compile(r"(?<![\w'-])a (?!unit|one|use|usu|uni|uti|eu)[aeiouAEIOU]")
+    for name in family_names():
+        for difficulty in (1, 2, 3):
+            for seed in range(6):
+                question = str(generate_problem(name, seed=seed, difficulty=difficulty).question)
+                hit = bad.search(question)
+                assert hit is None, f"{name} seed {seed} d{difficulty}: ...{question[max(0, hit.start() - 30):hit.end() + 20]}..."

@@ -115,6 +115,34 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s]
 
 
+# "a" before a word that starts with a vowel sound. Templates write ``a {{ v['unit'] }}`` for whatever noun the
+# domain's vocabulary holds, so "a ambulance base", "a exam" and "A officer" came out of ten families.
+_ARTICLE = re.compile(r"(?<![\w'-])(a|A) ([A-Za-z][\w-]*)")
+_CONSONANT_SOUND = ("uni", "use", "usu", "uti", "ure", "uro", "eu", "ewe", "one", "once", "ubiq")
+_SILENT_H = ("hour", "honest", "honor", "honour", "heir")
+# "A is ...", "Plan A and B": the letter is a name, not an article, when a function word follows it.
+_FUNCTION_WORDS = frozenset("and or is in on at of if as are also into onto up each every all any only over under "
+                            "until after above across among against either even ever".split())
+
+
+def articles(text: str) -> str:
+    """``a``/``A`` made ``an``/``An`` before a vowel sound: "an ambulance base", "an hour", but "a unit", "a
+    one-off". A capital ``A`` is an article only where a sentence starts (mid-sentence it is a name: "Plan A")."""
+
+    def fix(m: re.Match[str]) -> str:
+        article, word = m.group(1), m.group(2)
+        low = word.lower()
+        vowel = (low[0] in "aeiou" and not low.startswith(_CONSONANT_SOUND)) or low.startswith(_SILENT_H)
+        if not vowel or low in _FUNCTION_WORDS:
+            return m.group(0)
+        before = text[:m.start()].rstrip(" ")
+        if article == "A" and before and before[-1] not in ".!?:\n":
+            return m.group(0)
+        return f"{article}n {word}"
+
+    return _ARTICLE.sub(fix, text)
+
+
 def drop_integrality(text: str) -> tuple[str, bool]:
     """``text`` without the sentences that state integrality outright ("must be whole numbers"), so the nouns
     ("trucks", "nurses") imply it; sentences allowing fractions stay. Returns (text, whether anything went)."""

@@ -53,6 +53,7 @@ from flywheel.generators._phrasing import (
     STYLES,
     TECHNIQUES,
     Question,
+    articles,
     distractor_facts,
     drop_integrality,
     insert_before_last,
@@ -202,7 +203,9 @@ class Family(ABC):
                                 culprit=f"family {self.name}")
         if template < self.n_templates:
             text = self.question(data, template, domain)
-            return text if isinstance(text, Question) else Question(text, styles=self.styles_of(template))
+            if isinstance(text, Question):
+                return Question(articles(text), text.distractors, text.styles)
+            return Question(articles(text), styles=self.styles_of(template))
         styles, base = GENERIC_VARIANTS[template - self.n_templates]
         base_template = self._base_template(base)
         rng = text_rng(self.name, data, template, domain)
@@ -233,7 +236,8 @@ class Family(ABC):
             distractors += extra
         if "story" in styles:
             text = story_intro(sector, rng) + " " + text
-        return Question(text, distractors, sorted(out_styles | set(self.styles_of(base_template)) - {"plain"}))
+        return Question(articles(text), distractors,
+                        sorted(out_styles | set(self.styles_of(base_template)) - {"plain"}))
 
     def _base_template(self, base: str) -> int:
         """Which own template a generic variant builds on: ``table`` -> the declared table template."""
