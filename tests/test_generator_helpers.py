@@ -10,7 +10,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from flywheel.generators._phrasing import APPLICATION_DOMAINS, articles, distractor_facts, story_intro
+from flywheel.generators._phrasing import APPLICATION_DOMAINS, articles, distractor_facts, story_intro, tidy
 from flywheel.generators._text import drawn_names, listing, spread
 from flywheel.generators.base import (
     FAMILIES,
@@ -130,10 +130,22 @@ def test_articles_before_a_vowel_sound(text: str, expected: str) -> None:
     assert articles(text) == expected
 
 
-def test_no_family_writes_a_before_a_vowel():
-    """"a ambulance base", "A officer", "a exam" came out of ten families whose templates write ``a {{ noun }}``;
-    every phrasing now goes through ``articles``."""
-    bad = re.compile(r"(?<![\w'-])a (?!unit|one|use|usu|uni|uti|eu)[aeiouAEIOU]")
+@pytest.mark.parametrize(("text", "expected"), [
+    ("MainHall (1 hours), Annexe (2 hours)", "MainHall (1 hour), Annexe (2 hours)"),
+    ("needs 1 units of Flour and 21 units of Oats", "needs 1 unit of Flour and 21 units of Oats"),
+    ("(0/1 decisions) within 1.5 hours at $1 times", "(0/1 decisions) within 1.5 hours at $1 times"),
+    ("1 batches in Week1 for a exam", "1 batch in Week1 for an exam"),
+])
+def test_tidy_writes_one_unit_in_the_singular(text: str, expected: str) -> None:
+    assert tidy(text) == expected
+
+
+def test_no_family_writes_a_before_a_vowel_or_one_hours():
+    """"a ambulance base", "A officer", "a exam" came out of ten families whose templates write ``a {{ noun }}``,
+    "1 hours" and "1 units of Flour" out of sixteen that write ``{n} {unit}s``, "data network network" out of
+    min_cost_flow; every phrasing now goes through ``tidy``."""
+    bad = re.compile(r"(?<![\w'-])a (?!unit|one|use|usu|uni|uti|eu)[aeiouAEIOU]|(?<![\d.,/$-])\b1 (?:hours|units)\b"
+                     r"|\bnetwork network\b")
     for name in family_names():
         for difficulty in (1, 2, 3):
             for seed in range(6):

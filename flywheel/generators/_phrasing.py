@@ -143,6 +143,21 @@ def articles(text: str) -> str:
     return _ARTICLE.sub(fix, text)
 
 
+# "1 hours", "1 units of Flour": templates write ``{n} {unit}s`` for any count. The plural units the families write.
+_SINGULAR = {w + "s": w for w in (
+    "hour", "unit", "point", "litre", "hectolitre", "tonne", "bag", "dollar", "metre", "kilometre", "pallet", "tenth",
+    "bike", "circuit", "dose", "piece", "cent", "wavelength", "minute", "day", "week", "month", "crate", "shift",
+    "truck", "seat", "slot", "lane", "lot", "order", "trip", "vehicle", "nurse", "worker", "job", "item", "copy")}
+_SINGULAR |= {"batches": "batch", "boxes": "box", "inches": "inch", "lorries": "lorry", "deliveries": "delivery"}
+_ONE_PLURAL = re.compile(r"(?<![\d.,/$-])\b1 (" + "|".join(sorted(_SINGULAR, key=len, reverse=True)) + r")\b")
+
+
+def tidy(text: str) -> str:
+    """Grammar the templates cannot know in advance: ``articles``, and a unit after the count 1 in the singular
+    ("1 hour", "1 unit of Flour"; "0/1 decisions", "21 hours" and "1.5 hours" stay)."""
+    return _ONE_PLURAL.sub(lambda m: "1 " + _SINGULAR[m.group(1)], articles(text))
+
+
 def drop_integrality(text: str) -> tuple[str, bool]:
     """``text`` without the sentences that state integrality outright ("must be whole numbers"), so the nouns
     ("trucks", "nurses") imply it; sentences allowing fractions stay. Returns (text, whether anything went)."""

@@ -53,7 +53,6 @@ from flywheel.generators._phrasing import (
     STYLES,
     TECHNIQUES,
     Question,
-    articles,
     distractor_facts,
     drop_integrality,
     insert_before_last,
@@ -62,6 +61,7 @@ from flywheel.generators._phrasing import (
     reorder_sentences,
     story_intro,
     text_rng,
+    tidy,
 )
 from solvers.builder import ModelBuilder
 from solvers.errors import FlywheelError, unknown_name
@@ -204,8 +204,8 @@ class Family(ABC):
         if template < self.n_templates:
             text = self.question(data, template, domain)
             if isinstance(text, Question):
-                return Question(articles(text), text.distractors, text.styles)
-            return Question(articles(text), styles=self.styles_of(template))
+                return Question(tidy(text), text.distractors, text.styles)
+            return Question(tidy(text), styles=self.styles_of(template))
         styles, base = GENERIC_VARIANTS[template - self.n_templates]
         base_template = self._base_template(base)
         rng = text_rng(self.name, data, template, domain)
@@ -236,7 +236,7 @@ class Family(ABC):
             distractors += extra
         if "story" in styles:
             text = story_intro(sector, rng) + " " + text
-        return Question(articles(text), distractors,
+        return Question(tidy(text), distractors,
                         sorted(out_styles | set(self.styles_of(base_template)) - {"plain"}))
 
     def _base_template(self, base: str) -> int:
