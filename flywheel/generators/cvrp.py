@@ -88,7 +88,10 @@ class CVRP(Family):
         places = [depot, *customers]
         cap = f"{number_text(data['capacity'])} {v['large']}"
         needs = listing(data["demand"], customers, "{k} {v} " + v["small"])
-        fleet = f"There are {number_text(data['vehicles'])} identical {veh}s, each with a capacity of {cap}; every route starts and ends at {depot}, and a {veh} need not be used."
+        if data["vehicles"] == 1:
+            fleet = f"There is {number_text(data['vehicles'])} {veh}, with a capacity of {cap}; its route starts and ends at {depot}."
+        else:
+            fleet = f"There are {number_text(data['vehicles'])} identical {veh}s, each with a capacity of {cap}; every route starts and ends at {depot}, and a {veh} need not be used."
         legs = rt.pairs_text(places, data["dist"])
         needs_semi = listing(data["demand"], customers, "{k} {v} " + v["small"], "; ")
         return {"fleet": fleet, "legs": legs, "needs": needs, "needs_semi": needs_semi, "places": places, "veh": veh}
