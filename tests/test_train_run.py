@@ -302,3 +302,14 @@ def test_a_time_budget_on_a_progressive_recipe_names_the_field() -> None:
 
     with pytest.raises(ConfigError, match="time_budget_s"):
         load_recipe("progressive", {"train.time_budget_s": 60.0})
+
+
+@pytest.mark.parametrize("trim", [True, False])
+def test_each_step_hands_freed_memory_back_unless_told_not_to(shards, tmp_path, monkeypatch, trim: bool) -> None:
+    from training.device import DeviceSpec
+
+    calls = []
+    monkeypatch.setattr(DeviceSpec, "release_free_memory", lambda self: calls.append(self.name) or True)
+    recipe = _recipe("sft", [{"path": str(shards["sft"]), "name": "sft"}], steps=3, trim_memory=trim)
+    Trainer(recipe, tmp_path / "run").train()
+    assert calls == (["cpu"] * 3 if trim else [])

@@ -9,8 +9,11 @@ FSDP2 runs on it unchanged through the device-agnostic ``torch.distributed`` API
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -60,6 +63,28 @@ class DeviceSpec:
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB: process peak RSS
+
+
+    def release_free_memory(self) -> bool:
+        """Return the host allocator's free pages to the OS (CPU with glibc: ``malloc_trim(0)``); False where there
+        is nothing to do (an accelerator's caching allocator keeps its own pool) or no such call (musl, macOS).
+
+        Why: a training step frees GBs of activations whose sizes change with the row lengths; glibc keeps freed
+        chunks below its mmap threshold (up to 32 MB) in the heap, and the heap only ever grows. Measured on
+        SmolLM2-135M SFT, 2 x 2048-token micro-batches: resident memory 12.2 GB after 31 steps and 17 GB after 145
+        without a trim, 3.5 GB after each step's trim and a 7.5 GB peak (the trim itself 0.08-0.14 s)."""
+        if self.name != "cpu":
+            return False
+        trim = _malloc_trim()
+        return bool(trim is not None and trim(0) >= 0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 DEVICES: dict[str, DeviceSpec] = {

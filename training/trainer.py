@@ -316,6 +316,8 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
+        if r.trim_memory:  # inside the step's time: its cost is the step's
+            self.device.release_free_memory()
         loads = self.balancer.end_step(self.world.distributed)
         self.step += 1
         ce_total, aux_total, flops, computed = all_reduce_sum([ce_total, aux_total, flops, float(computed)], self.world)
