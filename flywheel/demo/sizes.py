@@ -113,14 +113,18 @@ SIZES: dict[str, DemoSize] = {
     # (imports and the final save take the rest). At 200 steps the fast Xeon scored 94.4% +- 4.2 in 755-802 s
     # (bench/results/speedrun_200.md), every seed >= 90%: the cap is 200, the budget binds on slower hosts.
     "speedrun": DemoSize(name="speedrun", sft_steps=200, compile=True, length_groups=32, sft_budget_s=1140.0),
-    # Sized for a 2-core CPU (the measured stage times are in the README): 1,400 reference problems (~1,320 SFT
-    # rows), 190 SFT steps of 4 rows at seq 2048 (one epoch; 100 steps over 455 rows scored 0%), 66 held-out
-    # problems (every family at one of the three difficulties), generation up to 1,500 tokens (the compact programs'
-    # 90th percentile at difficulty 3 is ~1,500), rounds of 66 new problems x 2 samples, 10 items of each benchmark.
+    # Sized for a 2-core CPU (stage times and scores in the README): 4,000 reference problems at difficulty 1-2
+    # (~3,800 SFT rows, ~60 per family; 1,400 problems and 190 steps scored 4.5%), SFT of 4 rows at seq 2048 in
+    # 2-row micro-batches for up to 1,200 steps or 55 minutes from the trainer's start, whichever is fewer (the fast
+    # AMX Xeon fits ~430 steps), compiled layers and length groups as the speedrun; 66 held-out problems (every family
+    # at one of the three difficulties), generation up to 1,500 tokens (the compact programs' 90th percentile at
+    # difficulty 3 is ~1,500); rounds of 132 new problems x 1 sample (as the rounds size: one sample each on more
+    # problems yields more distinct accepted programs), 10 items of each benchmark.
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
-                     heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=700, heldout_problems=22,
-                     rounds=2, round_problems=22, round_samples=2, sft_steps=190, retrain_steps=30, sft_seq_len=2048,
-                     micro_batch=2, max_tokens=1500, zero_shot_max_tokens=500, batch_generate=33),
+                     heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=2000, heldout_problems=22,
+                     rounds=2, round_problems=44, round_samples=1, sft_steps=1200, sft_budget_s=3300.0,
+                     compile=True, length_groups=32, retrain_steps=30, sft_seq_len=2048, micro_batch=2,
+                     max_tokens=1500, zero_shot_max_tokens=500, batch_generate=33),
     # One sample per problem: the K samples of one problem that pass are mostly one program (export's dedup keeps
     # one), so K = 4 on 24 problems left 5 distinct accepted programs where 96 problems x 1 sample yield ~3x more.
     "rounds": DemoSize(name="rounds", heldout_difficulties=(1, 2), heldout_problems=30, round_difficulties=(2,),
