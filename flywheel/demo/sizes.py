@@ -116,10 +116,11 @@ SIZES: dict[str, DemoSize] = {
     # Sized for a 2-core CPU (stage times and scores in the README): 4,000 reference problems at difficulty 1-2
     # (~3,800 SFT rows, ~60 per family; 1,400 problems and 190 steps scored 4.5%), SFT of 4 rows at seq 2048 in
     # 2-row micro-batches for up to 1,200 steps or 55 minutes from the trainer's start, whichever is fewer (the fast
-    # AMX Xeon fits ~430 steps), compiled layers and length groups as the speedrun; 66 held-out problems (every family
-    # at one of the three difficulties), generation up to 1,500 tokens (the compact programs' 90th percentile at
-    # difficulty 3 is ~1,500); rounds of 132 new problems x 1 sample (as the rounds size: one sample each on more
-    # problems yields more distinct accepted programs), 10 items of each benchmark.
+    # AMX Xeon planned 328 and stopped at 297: 3.0% strict, README), compiled layers and length groups as the
+    # speedrun; 66 held-out problems (every family at one of the three difficulties), generation up to 1,500 tokens
+    # (the compact programs' 90th percentile at difficulty 3 is ~1,500); rounds of 132 new problems x 1 sample (as
+    # the rounds size: one sample each on more problems yields more distinct accepted programs), 10 items of each
+    # benchmark.
     "full": DemoSize(name="full", families=ALL_FAMILIES, round0_difficulties=(1, 2), round_difficulties=(1, 2, 3),
                      heldout_difficulties=(1, 2, 3), bench_limit=10, round0_problems=2000, heldout_problems=22,
                      rounds=2, round_problems=44, round_samples=1, sft_steps=1200, sft_budget_s=3300.0,
