@@ -64,7 +64,6 @@ class DeviceSpec:
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB: process peak RSS
 
-
     def release_free_memory(self) -> bool:
         """Return the host allocator's free pages to the OS (CPU with glibc: ``malloc_trim(0)``); False where there
         is nothing to do (an accelerator's caching allocator keeps its own pool) or no such call (musl, macOS).
@@ -76,7 +75,10 @@ class DeviceSpec:
         if self.name != "cpu":
             return False
         trim = _malloc_trim()
-        return bool(trim is not None and trim(0) >= 0)
+        if trim is None:
+            return False
+        trim(0)  # 1 if pages went back, 0 if none were free: either way the heap holds no free page now
+        return True
 
 
 @functools.cache
