@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from flywheel.demo.metrics import copy_rate
 from flywheel.demo.sizes import DemoSize
+from solvers.errors import ConfigError
 
 TEMPLATE = "code_only"
 HELDOUT = "heldout"
@@ -285,6 +286,11 @@ class Demo:
         return path
 
     def train(self, name: str, recipe: Path) -> Path:
+        """Train ``name`` (a finished run is skipped), or extend it: a finished run with fewer steps than its recipe
+        now asks for, and no time budget, resumes from its final checkpoint (optimizer, schedule and data position
+        included) to the new step count, keeping its warm-up. So a run on a slow machine grows in resumable slices:
+        ``--set sft_budget_s=0 --set sft_steps=N`` again with a larger N. Its evaluations are then redone and the
+        earlier ones kept beside them (``evaluate``)."""
         out = self.work / "runs" / name
         if not (out / "final" / "config.json").exists():
             t = time.perf_counter()
@@ -292,7 +298,52 @@ class Demo:
                 shutil.rmtree(out)
             self.cli("train", "--recipe", str(recipe), "--out", str(out), "--format", "json")
             self.stage(f"train:{name}", time.perf_counter() - t)
+            return out
+        extend = self.extension(name, recipe)
+        if extend is not None:
+            t = time.perf_counter()
+            self.say(f"{name}: extending {extend['from']} steps to {extend['to']}")
+            self.cli("train", "--recipe", str(recipe), "--resume", str(out / "final"), "--out", str(out),
+                     "--set", f"train.warmup_steps={extend['warmup']}", "--format", "json")
+            before = self.results["stages"].get(f"train:{name}", 0.0)
+            self.stage(f"train:{name}", before + time.perf_counter() - t)
         return out
+
+    def extension(self, name: str, recipe: Path) -> dict[str, int] | None:
+        """How the finished run ``name`` would be extended to ``recipe``'s steps (``from``, ``to``, the run's own
+        ``warmup``), or None when it already has them or a time budget decides its length. A run that a later
+        round was built on is never extended (that round would stay on the old weights): a clear error instead."""
+        from training.config import load_recipe
+        from training.trainer import STATE_FILE
+
+        out = self.work / "runs" / name
+        wanted = load_recipe(str(recipe)).train
+        trained = steps_trained(out) or 0
+        if wanted.time_budget_s or wanted.steps <= trained:
+            return None
+        later = self._built_on(name)
+        if later:
+            raise ConfigError(f"{name} has {trained} steps and the settings now ask for {wanted.steps}, but "
+                              f"{', '.join(later)} already built on it: extending it would leave those on the old "
+                              f"weights; use a new --work (or --fresh), or keep the steps at {trained}",
+                              culprit=str(out))
+        if not (out / "final" / STATE_FILE).exists():
+            raise ConfigError(f"{name} cannot be extended to {wanted.steps} steps: its final checkpoint has no "
+                              f"{STATE_FILE} (optimizer and data position) to resume from", culprit=str(out / "final"))
+        ran = json.loads((out / "config.json").read_text())
+        return {"from": trained, "to": wanted.steps, "warmup": int(ran["recipe"]["train"]["warmup_steps"])}
+
+    def _built_on(self, name: str) -> list[str]:
+        """What later rounds made from run ``sft-rK``: their store rounds (``r{J}-d*``) and runs (``sft-r{J}``), J > K."""
+        def round_of(text: str) -> int:
+            return int(text) if text.isdigit() else -1
+
+        if round_of(name.removeprefix("sft-r")) < 0:
+            return []
+        k = round_of(name.removeprefix("sft-r"))
+        stored = [p for p in self.store.glob("r*-d*.round") if round_of(p.name[1:].split("-")[0]) > k]
+        runs = [p for p in (self.work / "runs").glob("sft-r*") if round_of(p.name.removeprefix("sft-r")) > k]
+        return sorted(str(p.relative_to(self.work)) for p in (*stored, *runs))
 
     def map_parallel(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
         """``fn`` over independent jobs, ``size.parallel`` at a time (each training is its own process, one torch
@@ -321,6 +372,7 @@ class Demo:
         """Pass@1 (strict and ORLM-lenient, via ``flywheel eval score``) and copy rate on held-out problems."""
         out = self.work / "eval" / tag
         summary_file = out / "result.json"
+        _set_aside_if_stale(out, summary_file, checkpoint)
         if summary_file.exists():
             result = json.loads(summary_file.read_text())
             missing = {"per_difficulty", "miss_anatomy"} - set(result)  # written before these tables existed
@@ -365,6 +417,7 @@ class Demo:
                   "miss_anatomy": _miss_anatomy(out, problems, self.size.api),
                   "generate_s": round(time.perf_counter() - t, 1)}
         summary_file.write_text(json.dumps(result, indent=2) + "\n")
+        _mark_evaluated(out, checkpoint)
         self.stage(f"eval:{tag}", time.perf_counter() - t)
         return result
 
@@ -374,6 +427,7 @@ class Demo:
         results: dict[str, Any] = {}
         for name in self.size.benchmarks:
             out = self.work / "eval" / f"{tag}-{name}"
+            _set_aside_if_stale(out, out / "summary.json", checkpoint)
             if not (out / "summary.json").exists():
                 bench = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / name
                 if not bench.exists():
@@ -383,6 +437,7 @@ class Demo:
                 self.cli("eval", "run", "--policy", f"hf:{checkpoint}", "--benchmark", str(bench), *limit, "--api",
                          self.size.api, "--config", str(self.policy_config(tag)), "--out", str(out), "--format",
                          "json")
+                _mark_evaluated(out, checkpoint)
             rules = _rules(out / "summary.json")
             results[name] = {"items": _overall(out / "summary.json").get("items"),
                              "pass@1_strict": rules["strict"]["pass@1"],
@@ -402,6 +457,38 @@ def retrain_mix(reference_rows: int, policy_rows: int, share: float, rows_drawn:
     if rows_drawn and max_repeats:
         share = min(share, max_repeats * policy_rows / rows_drawn)
     return [1.0 - share, share]
+
+
+EVALUATED = "checkpoint.json"  # beside an evaluation: the checkpoint folder it scored (``final`` resolved)
+
+
+def _mark_evaluated(out: Path, checkpoint: Path) -> None:
+    (out / EVALUATED).write_text(json.dumps({"checkpoint": str(checkpoint),
+                                             "resolved": str(checkpoint.resolve())}) + "\n")
+
+
+def _set_aside_if_stale(out: Path, result: Path, checkpoint: Path) -> None:
+    """An evaluation of other weights than ``checkpoint``'s current ones (its run was extended since) moves to
+    ``OUT@step-N`` (the folder it scored; for evaluations from before the record, its date), so it is redone and
+    the earlier figures are kept. Without the record, an evaluation older than the weights is the stale one."""
+    if not result.exists():
+        return
+    record = out / EVALUATED
+    if record.exists():
+        scored = Path(json.loads(record.read_text())["resolved"])
+        if scored == checkpoint.resolve():
+            return
+        label = scored.name
+    else:
+        weights = list(checkpoint.resolve().glob("*.safetensors"))
+        if not weights or result.stat().st_mtime >= max(w.stat().st_mtime for w in weights):
+            return
+        label = time.strftime("%Y%m%dT%H%M%S", time.gmtime(result.stat().st_mtime))
+    aside, n = out.with_name(f"{out.name}@{label}"), 1
+    while aside.exists():  # never over an earlier one
+        n += 1
+        aside = out.with_name(f"{out.name}@{label}.{n}")
+    out.rename(aside)
 
 
 def _per_difficulty(verdicts: Path, problems: Sequence[Any]) -> dict[str, Any]:

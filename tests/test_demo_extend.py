@@ -1,0 +1,108 @@
+"""A finished demo run grows in resumable slices: asked for more steps (no time budget), round 0's SFT resumes from
+its final checkpoint, is evaluated again and keeps its earlier evaluation beside the new one; a run that a later
+round was built on is refused with an error that names what depends on it. Through the real CLI at toy size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flywheel.demo.run import EVALUATED, _set_aside_if_stale
+
+
+def _demo(work: Path, reports: Path, *settings: str) -> subprocess.CompletedProcess:
+    sets = [x for s in ("rounds=0", "zero_shot=False", *settings) for x in ("--set", s)]
+    return subprocess.run([sys.executable, "-m", "flywheel.demo", "--size", "smoke", "--work", str(work),
+                           "--reports", str(reports), "--no-progress", *sets], capture_output=True, text=True,
+                          timeout=900)
+
+
+def _steps(run: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_round_zero_is_extended_evaluated_again_and_then_left_alone(tmp_path) -> None:
+    work, reports = tmp_path / "work", tmp_path / "reports"
+    run = work / "runs" / "sft-r0"
+    first = _demo(work, reports)  # the smoke size: 2 steps, no time budget
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert _steps(run) == [1, 2]
+    before = json.loads((work / "eval" / "r0" / "result.json").read_text())
+
+    more = _demo(work, reports, "sft_steps=4")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert "extending 2 steps to 4" in more.stderr and "--resume" in more.stderr
+    assert "run-round" not in more.stderr  # only the training and its evaluation ran again
+    assert _steps(run) == [1, 2, 3, 4]  # one curve: the resumed steps continue the first ones
+    assert (run / "final").resolve().name == "step-4"
+    recipe = json.loads((run / "config.json").read_text())["recipe"]["train"]
+    assert recipe["steps"] == 4 and recipe["warmup_steps"] == 1  # the first run's warm-up (2 // 10 -> 1), kept
+    results = json.loads((reports / "results.json").read_text())
+    assert results["rounds"][0]["steps"] == 4
+    scored = json.loads((work / "eval" / "r0" / EVALUATED).read_text())
+    assert Path(scored["resolved"]).name == "step-4"
+    kept = work / "eval" / "r0@step-2"  # the earlier evaluation, set aside, not lost
+    assert json.loads((kept / "result.json").read_text()) == before
+
+    t = time.perf_counter()
+    again = _demo(work, reports, "sft_steps=4")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "flywheel train" not in again.stderr and not (work / "eval" / "r0@step-4").exists()
+    assert time.perf_counter() - t < 300
+
+    # A round built on sft-r0: extending sft-r0 now would leave that round on the old weights.
+    rounds = _demo(work, reports, "sft_steps=4", "rounds=1")
+    assert rounds.returncode == 0, rounds.stderr[-3000:]
+    refused = _demo(work, reports, "sft_steps=6", "rounds=1")
+    assert refused.returncode != 0
+    assert "runs/sft-r1" in refused.stderr and "sft-r0 has 4 steps" in refused.stderr, refused.stderr[-2000:]
+    assert _steps(run) == [1, 2, 3, 4]
+
+
+def test_an_evaluation_of_other_weights_is_set_aside(tmp_path) -> None:
+    """The record beside an evaluation decides; without one (older evaluations), the evaluation older than the
+    weights is the stale one. Never over an earlier set-aside folder."""
+    ckpts = tmp_path / "run" / "checkpoints"
+    for step in ("step-2", "step-4"):
+        (ckpts / step).mkdir(parents=True)
+        (ckpts / step / "model.safetensors").write_bytes(b"weights")
+    final = tmp_path / "run" / "final"
+    final.symlink_to("checkpoints/step-2")
+    out = tmp_path / "eval" / "r0"
+    out.mkdir(parents=True)
+    (out / "result.json").write_text("{}")
+    (out / EVALUATED).write_text(json.dumps({"resolved": str(final.resolve())}))
+    _set_aside_if_stale(out, out / "result.json", final)
+    assert out.exists()  # the weights it scored
+
+    final.unlink()
+    final.symlink_to("checkpoints/step-4")
+    _set_aside_if_stale(out, out / "result.json", final)
+    assert not out.exists() and (tmp_path / "eval" / "r0@step-2" / "result.json").exists()
+
+    # no record: the file times decide
+    out.mkdir()
+    (out / "result.json").write_text("{}")
+    _set_aside_if_stale(out, out / "result.json", final)
+    assert out.exists()  # written after the weights
+    import os
+
+    os.utime(out / "result.json", (1_000_000, 1_000_000))
+    _set_aside_if_stale(out, out / "result.json", final)
+    assert not out.exists()
+    assert [p.name for p in (tmp_path / "eval").iterdir() if p.name.startswith("r0@1970")] == ["r0@19700112T134640"]
+
+    # and a second stale evaluation of step-2 does not replace the first one set aside
+    out.mkdir()
+    (out / "result.json").write_text('{"second": 1}')
+    (out / EVALUATED).write_text(json.dumps({"resolved": str(ckpts / "step-2")}))
+    _set_aside_if_stale(out, out / "result.json", final)
+    assert json.loads((tmp_path / "eval" / "r0@step-2.2" / "result.json").read_text()) == {"second": 1}
+    assert (tmp_path / "eval" / "r0@step-2" / "result.json").read_text() == "{}"
