@@ -22,6 +22,12 @@ def _demo(work: Path, reports: Path, *settings: str) -> subprocess.CompletedProc
                           timeout=900)
 
 
+def _evaluate(work: Path, checkpoint: Path, tag: str, *settings: str) -> subprocess.CompletedProcess:
+    sets = [x for s in settings for x in ("--set", s)]
+    return subprocess.run([sys.executable, "-m", "flywheel.demo.evaluate", str(checkpoint), "--tag", tag, "--size",
+                           "smoke", "--work", str(work), *sets], capture_output=True, text=True, timeout=600)
+
+
 def _steps(run: Path) -> list[int]:
     return [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
@@ -35,6 +41,18 @@ def test_round_zero_is_extended_evaluated_again_and_then_left_alone(tmp_path) ->
     assert first.returncode == 0, first.stderr[-3000:]
     assert _steps(run) == [1, 2]
     before = json.loads((work / "eval" / "r0" / "result.json").read_text())
+
+    # Any checkpoint scored as the demo scores its rounds: the same problems and settings give the same verdicts.
+    same = _evaluate(work, run / "final", "again")
+    assert same.returncode == 0, same.stderr[-3000:]
+    again = json.loads((work / "eval" / "again" / "result.json").read_text())
+    assert {k: again[k] for k in ("items", "pass@1_strict", "per_family", "miss_classes")} == {
+        k: before[k] for k in ("items", "pass@1_strict", "per_family", "miss_classes")}
+    assert ((work / "eval" / "again" / "completions.jsonl").read_text()
+            == (work / "eval" / "r0" / "completions.jsonl").read_text())
+    other = _evaluate(work, run / "final", "other", "heldout_problems=3")
+    assert other.returncode != 0 and "heldout.jsonl" in other.stderr and "other held-out problems" in other.stderr
+    assert not (work / "eval" / "other").exists()
 
     more = _demo(work, reports, "sft_steps=4")
     assert more.returncode == 0, more.stderr[-3000:]
