@@ -51,7 +51,8 @@ def test_round_zero_is_extended_evaluated_again_and_then_left_alone(tmp_path) ->
     assert ((work / "eval" / "again" / "completions.jsonl").read_text()
             == (work / "eval" / "r0" / "completions.jsonl").read_text())
     other = _evaluate(work, run / "final", "other", "heldout_problems=3")
-    assert other.returncode != 0 and "heldout.jsonl" in other.stderr and "other held-out problems" in other.stderr
+    assert other.returncode != 0 and "heldout.jsonl: these settings give 3 held-out problems, 2 are listed" in (
+        other.stderr)
     assert not (work / "eval" / "other").exists()
 
     more = _demo(work, reports, "sft_steps=4")
@@ -124,3 +125,31 @@ def test_an_evaluation_of_other_weights_is_set_aside(tmp_path) -> None:
     _set_aside_if_stale(out, out / "result.json", final)
     assert json.loads((tmp_path / "eval" / "r0@step-2.2" / "result.json").read_text()) == {"second": 1}
     assert (tmp_path / "eval" / "r0@step-2" / "result.json").read_text() == "{}"
+
+
+def test_a_work_directory_keeps_the_held_out_problems_it_listed(tmp_path) -> None:
+    """Regenerated held-out instances take the listed wording and ids (a generator rephrased since, its spec
+    version bumped); an instance whose answer differs is an error naming it, and the listed file is left as it was."""
+    from flywheel.demo.run import Demo
+    from flywheel.demo.sizes import SIZES
+    from solvers.errors import ConfigError
+
+    demo = Demo(SIZES["smoke"], tmp_path, tmp_path / "reports")
+    first = demo.heldout()
+    listed = tmp_path / "heldout.jsonl"
+    rows = [json.loads(line) for line in listed.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [p.problem_id for p in first]
+    rows[1] |= {"id": "older-id", "question": "The same instance, worded as it was. " + rows[1]["question"]}
+    listed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    again = demo.heldout()
+    assert [p.problem_id for p in again] == [first[0].problem_id, "older-id"]
+    assert again[1].question.startswith("The same instance, worded as it was.")
+    assert again[1].ground_truth.objective == first[1].ground_truth.objective
+    assert (again[0].problem_id, again[0].question) == (first[0].problem_id, first[0].question)
+
+    rows[0]["answer"] = rows[0]["answer"] + 1.0
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    listed.write_text(text)
+    with pytest.raises(ConfigError, match=r"item 1 is (transportation|diet) at difficulty 1") as err:
+        demo.heldout()
+    assert str(listed) in str(err.value) and listed.read_text() == text

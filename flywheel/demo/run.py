@@ -9,6 +9,7 @@ its assistant turn is the fenced program alone (what that template asks for).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -179,7 +180,9 @@ class Demo:
                 answer = gt.objective if gt.status.value == "optimal" else gt.status.value
                 rows.append({"id": p.problem_id, "question": p.question, "answer": answer, "family": family,
                              "difficulty": d, "code": render(p.ir, s.api, p.question)})
-        if not path.exists():
+        if path.exists():
+            problems = _as_listed(problems, rows, path)
+        else:
             path.write_text("".join(json.dumps({k: r[k] for k in ("id", "question", "answer", "family",
                                                                    "difficulty")}) + "\n" for r in rows))
         self._heldout_shard(rows)
@@ -457,6 +460,34 @@ def retrain_mix(reference_rows: int, policy_rows: int, share: float, rows_drawn:
     if rows_drawn and max_repeats:
         share = min(share, max_repeats * policy_rows / rows_drawn)
     return [1.0 - share, share]
+
+
+def _as_listed(problems: list[Any], rows: list[dict[str, Any]], path: Path) -> list[Any]:
+    """A work directory keeps the held-out problems it listed first (``heldout.jsonl``). Regenerated from their
+    seeds, the same instances (family, difficulty, ground truth) take the listed id and wording, so a generator's
+    rephrasing since (and its spec-version bump, which changes the ids) never changes what a resumed or extended
+    run is scored on; any other instance is an error naming the first that differs."""
+    listed = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def same(now: dict[str, Any], then: dict[str, Any]) -> bool:
+        a, b = now["answer"], then["answer"]
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        return ((now["family"], now["difficulty"]) == (then["family"], then["difficulty"])
+                and (math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6) if numbers else a == b))
+
+    if len(listed) != len(rows):
+        raise ConfigError(f"these settings give {len(rows)} held-out problems, {len(listed)} are listed here: run "
+                          "with the settings this work directory was made with, or a new --work", culprit=str(path))
+    for i, (now, then) in enumerate(zip(rows, listed, strict=True)):
+        if not same(now, then):
+            raise ConfigError(f"these settings give other held-out problems than listed here: item {i + 1} is "
+                              f"{now['family']} at difficulty {now['difficulty']} with answer {now['answer']}, "
+                              f"listed {then.get('family')} at difficulty {then.get('difficulty')} with answer "
+                              f"{then.get('answer')}; run with the settings this work directory was made with, or a "
+                              "new --work", culprit=str(path))
+    return [p if p.problem_id == then["id"] and p.question == then["question"]
+            else p.model_copy(update={"problem_id": then["id"], "question": then["question"]})
+            for p, then in zip(problems, listed, strict=True)]
 
 
 EVALUATED = "checkpoint.json"  # beside an evaluation: the checkpoint folder it scored (``final`` resolved)
