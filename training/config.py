@@ -75,8 +75,9 @@ class TrainSection(_Section):
                                  "(at most `steps`) and the cosine schedule ends there; the final save comes after")
     init_seed: int | None = Field(None, description="seed of random init; default = seed")
     trim_memory: bool = Field(True, description="CPU: hand the allocator's free pages back to the OS after every step "
-                              "(glibc malloc_trim: ~0.1 s, ~5% of a step with the pages faulted back in): rows of varying length fragment the heap, and a full-size "
-                              "SFT run's resident memory crept from 12 to 17 GB in 145 steps without it")
+                              "(glibc malloc_trim: ~0.1 s, ~5% of a step with the pages faulted back in): rows of "
+                              "varying length fragment the heap, and a full-size SFT run's resident memory crept "
+                              "from 12 to 17 GB in 145 steps without it")
 
 
 class LoraSection(_Section):

@@ -341,9 +341,9 @@ class Demo:
         def round_of(text: str) -> int:
             return int(text) if text.isdigit() else -1
 
-        if round_of(name.removeprefix("sft-r")) < 0:
-            return []
         k = round_of(name.removeprefix("sft-r"))
+        if k < 0:
+            return []
         stored = [p for p in self.store.glob("r*-d*.round") if round_of(p.name[1:].split("-")[0]) > k]
         runs = [p for p in (self.work / "runs").glob("sft-r*") if round_of(p.name.removeprefix("sft-r")) > k]
         return sorted(str(p.relative_to(self.work)) for p in (*stored, *runs))
