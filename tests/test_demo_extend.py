@@ -85,6 +85,26 @@ def test_round_zero_is_extended_evaluated_again_and_then_left_alone(tmp_path) ->
     assert _steps(run) == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_wsd_round_zero_is_extended_from_the_end_of_its_plateau(tmp_path) -> None:
+    work, reports = tmp_path / "work", tmp_path / "reports"
+    run = work / "runs" / "sft-r0"
+    first = _demo(work, reports, "schedule=wsd", "sft_steps=4")
+    assert first.returncode == 0, first.stderr[-3000:]
+    # warm-up 1 (4 // 10 -> 1), decay over max(1, round(0.2 * 3)) = 1 step: the plateau ends at step 3
+    assert (run / "checkpoints" / "step-3" / "trainer_state.pt").is_file()
+    more = _demo(work, reports, "schedule=wsd", "sft_steps=8")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert "extending 4 steps to 8 from step-3" in more.stderr
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["step"] for r in rows] == list(range(1, 9))  # one curve: the old decay (step 4) replaced
+    peak = rows[0]["lr"]
+    # flat to the new plateau's end (8 - max(1, round(0.2 * 7)) = 7), one decay at the new end
+    assert [r["lr"] for r in rows[:7]] == pytest.approx([peak] * 7) and rows[7]["lr"] < peak
+    assert (run / "final").resolve().name == "step-8" and (work / "eval" / "r0@step-4").is_dir()
+
+
 def test_an_evaluation_of_other_weights_is_set_aside(tmp_path) -> None:
     """The record beside an evaluation decides; without one (older evaluations), the evaluation older than the
     weights is the stale one. Never over an earlier set-aside folder."""

@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from flywheel.curation.synthetic import write_problem_shards, write_text_shard
 from training.config import load_recipe
 from training.progressive import run_progressive
-from training.trainer import Trainer, run
+from training.trainer import Schedule, Trainer, decay_checkpoint, run
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -313,3 +313,55 @@ def test_each_step_hands_freed_memory_back_unless_told_not_to(shards, tmp_path, 
     recipe = _recipe("sft", [{"path": str(shards["sft"]), "name": "sft"}], steps=3, trim_memory=trim)
     Trainer(recipe, tmp_path / "run").train()
     assert calls == (["cpu"] * 3 if trim else [])
+
+
+@pytest.mark.parametrize(("warmup", "total", "ratio", "start"), [(2, 10, 0.25, 8), (0, 10, 0.2, 8), (4, 5, 0.2, 4),
+                                                                  (10, 110, 0.1, 100), (2, 4, 0.5, 3)])
+def test_wsd_is_flat_then_falls_linearly_to_the_floor(warmup, total, ratio, start) -> None:
+    s = Schedule(warmup, total, 0.1, "wsd", ratio)
+    assert s.decay_start == start
+    assert [s(k) for k in range(warmup)] == pytest.approx([(k + 1) / warmup for k in range(warmup)])
+    assert all(s(k) == 1.0 for k in range(warmup, start + 1))  # the plateau, its last step included
+    falling = [s(k) for k in range(start, total + 3)]
+    assert falling[total - start:] == pytest.approx([0.1] * 3)  # the floor at total, flat after
+    assert all(b < a for a, b in zip(falling[:total - start], falling[1:total - start + 1], strict=True))
+    # linear: equal drops from the plateau's end to the floor
+    drops = {round(a - b, 9) for a, b in zip(falling[:total - start], falling[1:total - start + 1], strict=True)}
+    assert len(drops) <= 1
+    # cosine is unchanged: decay right after warm-up, at the floor at total
+    c = Schedule(warmup, total, 0.1)
+    assert c.decay_start == warmup and c(total) == pytest.approx(0.1) and c(max(warmup, 0)) == pytest.approx(1.0)
+
+
+def test_a_wsd_run_extends_from_its_plateau_with_one_decay_at_the_new_end(shards, tmp_path) -> None:
+    src = [{"path": str(shards["cpt"]), "name": "cpt"}]
+    short = _recipe("cpt", src, steps=10, warmup_steps=2, lr=1e-3, min_lr_ratio=0.1, schedule="wsd", decay_ratio=0.25)
+    out = tmp_path / "wsd"
+    trainer = Trainer(short, out)
+    first = trainer.train()
+    trainer.finish()
+    trainer.balancer.remove()
+    # decay over round(0.25 * 8) = 2 steps: flat at 1e-3 through step 8, 5.5e-4 at 9, the floor at 10
+    assert [r["lr"] for r in first[1:]] == pytest.approx([1e-3] * 7 + [5.5e-4, 1e-4])
+    plateau = decay_checkpoint(out)
+    assert plateau == out / "checkpoints" / "step-8" and (out / "final").resolve().name == "step-10"
+    assert [r["step"] for r in first if "wsd_decay_start" in r] == [8]
+
+    # Extended to 20 steps from the plateau's end: flat through step 16 (20 - round(0.25 * 18)), one decay at the
+    # new end, and the metrics stay one curve (the old decay's steps 9-10 replaced).
+    longer = short.model_copy(update={"train": short.train.model_copy(update={"steps": 20})})
+    resumed = Trainer(longer, out, resume=str(plateau))
+    assert resumed.step == 8 and resumed.schedule.decay_start == 20 - round(0.25 * 18)
+    more = resumed.train()
+    resumed.finish()
+    resumed.balancer.remove()
+    start = 20 - round(0.25 * 18)
+    lrs = {r["step"]: r["lr"] for r in more}
+    assert all(lrs[k] == pytest.approx(1e-3) for k in range(9, start + 1))
+    assert lrs[20] == pytest.approx(1e-4) and lrs[start + 1] < 1e-3
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, 21))
+    assert decay_checkpoint(out) == out / "checkpoints" / f"step-{start}"
+    assert (out / "final").resolve().name == "step-20"
+    # a cosine run has no plateau to extend from
+    assert decay_checkpoint(tmp_path / "nothing") is None

@@ -52,8 +52,13 @@ class TrainSection(_Section):
     batch_rows: int = Field(8, gt=0, description="packed rows per optimizer step (global, across processes)")
     micro_batch: int = Field(8, gt=0, description="rows per forward; accumulation = batch_rows / (micro_batch x N)")
     lr: float = Field(3e-3, gt=0)
-    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="cosine floor as a fraction of lr")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="the schedule's floor as a fraction of lr")
     warmup_steps: int = Field(10, ge=0)
+    schedule: Literal["cosine", "wsd"] = Field(
+        "cosine", description="after warm-up: cosine to the floor at the last step, or wsd (warmup-stable-decay): "
+        "flat at lr, then linear to the floor over the last `decay_ratio` of the steps after warm-up; a wsd run "
+        "saves a checkpoint where its decay starts, so it can be extended from there with one decay at the end")
+    decay_ratio: float = Field(0.2, gt=0, le=1, description="wsd: share of the steps after warm-up that decay")
     weight_decay: float = Field(0.1, ge=0)
     betas: tuple[float, float] = (0.9, 0.95)
     grad_clip: float = Field(1.0, ge=0, description="max global grad norm; 0 = off")

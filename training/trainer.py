@@ -57,18 +57,49 @@ hf_logging.disable_progress_bar()  # save_pretrained's per-shard bar would inter
 
 @dataclass
 class Schedule:
-    """Linear warmup to 1, then cosine to ``min_ratio`` at ``total`` (flat after). An object, not a closure, so a
-    time-budgeted run can move ``total`` once it knows its step time (``Trainer._plan_budget``)."""
+    """Linear warm-up to 1, then either cosine to ``min_ratio`` at ``total`` or, ``wsd`` (warmup-stable-decay,
+    MiniCPM's), 1 until ``decay_start`` and linear to ``min_ratio`` at ``total``; flat after. An object, not a
+    closure, so a time-budgeted run can move ``total`` once it knows its step time (``Trainer._plan_budget``).
+
+    Why wsd: a cosine run's weights at step k < total were trained at a learning rate that assumed ``total`` steps,
+    so continuing a finished cosine run means raising the rate again (the full demo's round 0 went from 2.2e-5 back
+    to 1.05e-4 when extended from 297 to 600 steps). A wsd run's checkpoint at ``decay_start`` is mid-plateau:
+    resumed from there with more steps it stays flat and decays once, at the new end."""
 
     warmup: int
     total: int
     min_ratio: float
+    kind: str = "cosine"
+    decay_ratio: float = 0.2
+
+    @property
+    def decay_start(self) -> int:
+        """The step after which the rate falls: wsd's last plateau step (cosine: right after warm-up)."""
+        if self.kind != "wsd":
+            return self.warmup
+        return max(self.warmup, self.total - max(1, round(self.decay_ratio * (self.total - self.warmup))))
 
     def __call__(self, step: int) -> float:
         if step < self.warmup:
             return (step + 1) / self.warmup
+        if self.kind == "wsd":
+            start = self.decay_start
+            progress = min(1.0, max(0, step - start) / max(1, self.total - start))
+            return 1 - (1 - self.min_ratio) * progress
         progress = min(1.0, (step - self.warmup) / max(1, self.total - self.warmup))
         return self.min_ratio + (1 - self.min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+DECAY_MARK = "wsd_decay_start"  # the metrics record of the step a wsd run's decay starts at (a checkpoint is saved)
+
+
+def decay_checkpoint(run: str | Path) -> Path | None:
+    """A wsd run's checkpoint at the end of its plateau (``checkpoints/step-K``, K the last step its metrics mark as
+    the decay's start), or None: a cosine run, a run stopped before its decay, a checkpoint deleted. Resuming from
+    it with more steps extends the run with one decay at the new end, redoing the old decay's steps."""
+    marked = [row[DECAY_MARK] for row in read_metrics(Path(run) / "metrics.jsonl") if DECAY_MARK in row]
+    path = Path(run) / "checkpoints" / f"step-{marked[-1]}" if marked else None
+    return path if path is not None and (path / STATE_FILE).is_file() else None
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -170,7 +201,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": r.train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=r.train.lr, betas=r.train.betas, eps=1e-8, fused=fused or None)
-        self.schedule = Schedule(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio)
+        self.schedule = Schedule(r.train.warmup_steps, self.total_steps, r.train.min_lr_ratio, r.train.schedule,
+                                 r.train.decay_ratio)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         if ckpt:
             self._load_state(ckpt)
@@ -386,7 +418,10 @@ class Trainer:
             history.append(record)
             if self.step == 1 and self.dtype_probe is not None:
                 record["dtype_probe"] = self.dtype_probe
-            if self.log and (self.step % r.log_every == 0 or any(k.startswith("val_loss") for k in record)):
+            if r.schedule == "wsd" and self.step == self.schedule.decay_start < self.total_steps:
+                record[DECAY_MARK] = self.step
+            if self.log and (self.step % r.log_every == 0 or DECAY_MARK in record
+                             or any(k.startswith("val_loss") for k in record)):
                 self.log.write(record)
                 if self.tb:
                     self.tb.write(record)
@@ -394,6 +429,8 @@ class Trainer:
                 progress(record)
             if r.save_every and self.step % r.save_every == 0 and self.step != self.total_steps:
                 self.save()
+            elif DECAY_MARK in record:
+                self.save()  # the plateau's end: an extension resumes here (``decay_checkpoint``)
         return history
 
     def _plan_budget(self) -> dict[str, Any]:
@@ -523,6 +560,7 @@ class Trainer:
         # win, then a budget's plan, which the resumed run keeps (the budget counts this process's time again).
         self.schedule.warmup, self.schedule.total = self.recipe.train.warmup_steps, self.total_steps
         self.schedule.min_ratio = self.recipe.train.min_lr_ratio
+        self.schedule.kind, self.schedule.decay_ratio = self.recipe.train.schedule, self.recipe.train.decay_ratio
         self.planned = state.get("budget_plan")
         if self.planned and self.recipe.train.time_budget_s:
             self._set_total(min(self.total_steps, self.planned["total_steps"]))

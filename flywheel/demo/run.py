@@ -279,6 +279,7 @@ class Demo:
                 f"[train]\nsteps = {steps}\nbatch_rows = {s.batch_rows}\nmicro_batch = {s.micro_batch or s.batch_rows}\n"
                 f"lr = {lr}\nfreeze_layers = {s.freeze_layers}\n"
                 f"freeze_embeddings = {str(s.freeze_embeddings).lower()}\ncompile = {str(s.compile).lower()}\n"
+                f'schedule = "{s.schedule}"\n'
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
                 f"time_budget_s = {float(budget_s)!r}\n"
                 f"seed = {seed}\n\n"
@@ -291,9 +292,12 @@ class Demo:
     def train(self, name: str, recipe: Path) -> Path:
         """Train ``name`` (a finished run is skipped), or extend it: a finished run with fewer steps than its recipe
         now asks for, and no time budget, resumes from its final checkpoint (optimizer, schedule and data position
-        included) to the new step count, keeping its warm-up. So a run on a slow machine grows in resumable slices:
-        ``--set sft_budget_s=0 --set sft_steps=N`` again with a larger N. Its evaluations are then redone and the
-        earlier ones kept beside them (``evaluate``)."""
+        included) to the new step count, keeping its warm-up; a wsd run resumes from the end of its plateau
+        instead (``decay_checkpoint``: its decay is redone at the new end). So a run on a slow machine grows in
+        resumable slices: ``--set sft_budget_s=0 --set sft_steps=N`` again with a larger N. Its evaluations are then
+        redone and the earlier ones kept beside them (``evaluate``)."""
+        from training.trainer import decay_checkpoint
+
         out = self.work / "runs" / name
         if not (out / "final" / "config.json").exists():
             t = time.perf_counter()
@@ -305,8 +309,9 @@ class Demo:
         extend = self.extension(name, recipe)
         if extend is not None:
             t = time.perf_counter()
-            self.say(f"{name}: extending {extend['from']} steps to {extend['to']}")
-            self.cli("train", "--recipe", str(recipe), "--resume", str(out / "final"), "--out", str(out),
+            start = decay_checkpoint(out) or out / "final"
+            self.say(f"{name}: extending {extend['from']} steps to {extend['to']} from {start.name}")
+            self.cli("train", "--recipe", str(recipe), "--resume", str(start), "--out", str(out),
                      "--set", f"train.warmup_steps={extend['warmup']}", "--format", "json")
             before = self.results["stages"].get(f"train:{name}", 0.0)
             self.stage(f"train:{name}", before + time.perf_counter() - t)

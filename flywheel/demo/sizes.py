@@ -70,6 +70,9 @@ class DemoSize:
     batch_rows: int = 4
     micro_batch: int = 0  # rows per forward/backward (0 = batch_rows); fewer rows, less activation memory
     lr_sft: float = 1.5e-4
+    schedule: str = "cosine"  # every SFT of the run ([train] schedule): cosine, or wsd, whose round 0 extends from
+    #                           the end of its plateau (one decay at the new end) where cosine re-warms its final
+    #                           weights (the learning rate rises again)
     freeze_layers: int = 0  # every SFT of the run: freeze the lowest N decoder layers ([train] freeze_layers)
     freeze_embeddings: bool = False  # ... and the input embeddings (with a tied head); skips their whole backward
     compile: bool = False  # every SFT of the run: torch.compile the decoder layers ([train] compile)
