@@ -309,7 +309,8 @@ class Demo:
         extend = self.extension(name, recipe)
         if extend is not None:
             t = time.perf_counter()
-            start = decay_checkpoint(out) or out / "final"
+            # the plateau's end only while the settings still ask for wsd (a cosine extension continues from final)
+            start = (decay_checkpoint(out) if self.size.schedule == "wsd" else None) or out / "final"
             self.say(f"{name}: extending {extend['from']} steps to {extend['to']} from {start.name}")
             self.cli("train", "--recipe", str(recipe), "--resume", str(start), "--out", str(out),
                      "--set", f"train.warmup_steps={extend['warmup']}", "--format", "json")
