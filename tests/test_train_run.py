@@ -350,12 +350,12 @@ def test_a_wsd_run_extends_from_its_plateau_with_one_decay_at_the_new_end(shards
     # Extended to 20 steps from the plateau's end: flat through step 16 (20 - round(0.25 * 18)), one decay at the
     # new end, and the metrics stay one curve (the old decay's steps 9-10 replaced).
     longer = short.model_copy(update={"train": short.train.model_copy(update={"steps": 20})})
+    start = 20 - round(0.25 * 18)
     resumed = Trainer(longer, out, resume=str(plateau))
-    assert resumed.step == 8 and resumed.schedule.decay_start == 20 - round(0.25 * 18)
+    assert resumed.step == 8 and resumed.schedule.decay_start == start
     more = resumed.train()
     resumed.finish()
     resumed.balancer.remove()
-    start = 20 - round(0.25 * 18)
     lrs = {r["step"]: r["lr"] for r in more}
     assert all(lrs[k] == pytest.approx(1e-3) for k in range(9, start + 1))
     assert lrs[20] == pytest.approx(1e-4) and lrs[start + 1] < 1e-3
