@@ -12,6 +12,11 @@ the same recipe and the same weights (so the same number of policy rows drawn pe
 exported with ``--include-rejected``: every sample the policy wrote in the rounds so far, accepted or not, as a
 pipeline without the contracts would keep them ("raw"). It compares with the round itself ("clean").
 
+``--share S`` (with ``--repeats R``) adds an arm that retrains each round again with the same accepted samples at
+another policy share of each batch (``retrain_mix``: S of each batch, capped so that each accepted sample is drawn at
+most R times); round r's arm continues the arm of round r - 1, as the control does. It separates what the samples
+teach from how hard they are replayed (the demo's ``policy_share`` / ``policy_repeats``).
+
 Writes ``bench/results/rounds_control.{json,md}``. Run it after the demo (it reads the demo's recipes and results).
 """
 
@@ -29,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._machine import machine  # noqa: E402
 from flywheel.demo.__main__ import overrides  # noqa: E402
-from flywheel.demo.run import Demo  # noqa: E402
+from flywheel.demo.run import Demo, retrain_mix  # noqa: E402
 from flywheel.demo.sizes import SIZES  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -75,6 +80,27 @@ def raw_arm(demo: Demo, r: int, weights: list[float], problems: list) -> dict:
             "raw": {k: res[k] for k in SCORES}}
 
 
+def share_tag(share: float, repeats: float) -> str:
+    return f"share{share:g}x{repeats:g}"
+
+
+def share_arm(demo: Demo, entry: dict, share: float, repeats: float, problems: list) -> dict | None:
+    """Round ``entry["round"]`` again with the demo's own policy shard of that round at another share of each batch,
+    from the same arm's previous model (round 0's for round 1); None where the round accepted nothing."""
+    r, size, policy_rows = entry["round"], demo.size, entry.get("policy_rows") or 0
+    if not policy_rows:
+        return None
+    tag = share_tag(share, repeats)
+    weights = retrain_mix(entry["train_rows"] - policy_rows, policy_rows, share,
+                          size.retrain_steps * size.batch_rows, repeats)
+    init = demo.work / "runs" / (f"{tag}-r{r - 1}" if r > 1 else "sft-r0") / "final"
+    shards = [demo.work / "shards" / "sft0", demo.work / "shards" / f"policy-r{r}"]
+    recipe = demo.recipe(f"{tag}-r{r}", "sft", shards, weights=weights, steps=size.retrain_steps,
+                         seq_len=size.sft_seq_len, lr=size.lr_retrain, init=init, seed=size.seed)
+    res = demo.evaluate(demo.train(f"{tag}-r{r}", recipe) / "final", problems, f"{tag}-r{r}")
+    return {"share": share, "repeats": repeats, "weights": weights, **{k: res[k] for k in SCORES}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="rounds", choices=sorted(SIZES))
@@ -82,6 +108,10 @@ def main() -> None:
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel/rounds"))
     parser.add_argument("--name", default="rounds_control")
     parser.add_argument("--raw", action="store_true", help="also the raw arm (accepted and rejected samples)")
+    parser.add_argument("--share", type=float, default=None,
+                        help="also an arm at this policy share of each retraining batch (0 = in proportion)")
+    parser.add_argument("--repeats", type=float, default=4.0,
+                        help="the --share arm's cap: each accepted sample drawn at most this often (0 = no cap)")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                         help="the same --set overrides the demo ran with (e.g. --set seed=1)")
     args = parser.parse_args()
@@ -96,7 +126,7 @@ def main() -> None:
     if ran != size.seed:
         raise SystemExit(f"error: {args.reports / 'results.json'} is of a demo run with seed {ran}, not {size.seed}: "
                          f"pass the demo's --set overrides (--set seed={ran})")
-    rows = []
+    rows, share_chain = [], True
     for entry in demo_results["rounds"]:
         r = entry["round"]
         if not isinstance(r, int) or r < 1:
@@ -111,13 +141,21 @@ def main() -> None:
                "with_policy": {k: entry[k] for k in SCORES}, "replay_only": {k: ctl[k] for k in SCORES}}
         if args.raw and len(entry.get("data_weights") or []) == 2:
             row.update(raw_arm(demo, r, entry["data_weights"], problems))
+        if args.share is not None and share_chain:
+            # a round that accepted nothing ends the arm's chain (its later rounds would have no model to start from)
+            arm = share_arm(demo, entry, args.share, args.repeats, problems)
+            share_chain = arm is not None
+            if arm:
+                row["share_arm"] = arm
         rows.append(row)
     base = next(e for e in demo_results["rounds"] if e["round"] == 0)
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
            "rounds": rows, "machine": machine(), "settings": args.settings,
            "command": " ".join(["python bench/rounds_control.py --size", args.size, "--work", str(args.work),
-                                *(f"--set {x}" for x in args.settings), *(["--raw"] if args.raw else [])])}
+                                *(f"--set {x}" for x in args.settings), *(["--raw"] if args.raw else []),
+                                *([f"--share {args.share:g} --repeats {args.repeats:g}"] if args.share is not None
+                                  else [])])}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
     diffs = sorted(base["per_difficulty"])
@@ -134,7 +172,11 @@ def main() -> None:
         lines.append(row(f"round {x['round']} control (replay only)", x["replay_only"]))
         if "raw" in x:
             lines.append(row(f"round {x['round']} raw ({x['raw_policy_rows']} rows, rejected too)", x["raw"]))
+        if "share_arm" in x:
+            a = x["share_arm"]
+            lines.append(row(f"round {x['round']} policy share {a['weights'][1]:.2f}", a))
     tags = ["r0"] + [f"{arm}r{x['round']}" for x in rows for arm in ("", "ctl-", "raw-") if arm != "raw-" or "raw" in x]
+    tags += [f"{share_tag(args.share, args.repeats)}-r{x['round']}" for x in rows if "share_arm" in x]
     lines += ["", family_table(args.work, tags)]
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

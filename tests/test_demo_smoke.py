@@ -186,15 +186,46 @@ def test_runs_of_different_seeds_sample_different_round_problems() -> None:
     assert not set(seeds.values()) & {10 * s + d for s in range(100) for d in (1, 2, 3)}
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo) -> None:
+def _rounds_control():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("rounds_control", Path(__file__).parents[1] / "bench" /
                                                   "rounds_control.py")
     rc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rc)
+    return rc
+
+
+def test_the_share_arm_replays_each_rounds_accepted_samples_at_its_own_share(tmp_path, monkeypatch) -> None:
+    rc = _rounds_control()
+    demo = Demo(SIZES["full"], tmp_path, tmp_path / "reports")
+    trained, scored = [], []
+    monkeypatch.setattr(demo, "train", lambda name, recipe: trained.append((name, recipe)) or tmp_path / "runs" / name)
+    monkeypatch.setattr(demo, "evaluate", lambda ckpt, problems, tag: scored.append((ckpt, tag)) or {
+        "pass@1_strict": 0.25, "pass@1_lenient": 0.5, "per_difficulty": {}})
+    # round 1 accepted 12 samples beside 3,817 references; 30 steps x 4 rows draw 120 rows: a share of 0.1 with
+    # each sample drawn at most once is capped at 12 / 120 = 0.1, 0.4 would be capped there too
+    out = rc.share_arm(demo, {"round": 1, "train_rows": 3829, "policy_rows": 12}, 0.4, 1, [])
+    assert out["weights"] == pytest.approx([0.9, 0.1]) and out["pass@1_strict"] == 0.25
+    recipe = load_recipe(str(trained[-1][1]))
+    assert trained[-1][0] == "share0.4x1-r1" and recipe.model.path.endswith("sft-r0/final")
+    assert [(Path(s.path).name, s.weight) for s in recipe.data.sources if s.weight > 0] == [
+        ("sft0", pytest.approx(0.9)), ("policy-r1", pytest.approx(0.1))]
+    assert (recipe.train.steps, recipe.train.lr) == (SIZES["full"].retrain_steps, SIZES["full"].lr_retrain)
+    # round 2 continues the arm's own round-1 model, on round 2's shard; uncapped, the share is the one asked for
+    out = rc.share_arm(demo, {"round": 2, "train_rows": 3844, "policy_rows": 27}, 0.15, 0, [])
+    recipe = load_recipe(str(trained[-1][1]))
+    assert out["weights"] == pytest.approx([0.85, 0.15]) and recipe.model.path.endswith("share0.15x0-r1/final")
+    assert scored[-1] == (tmp_path / "runs" / "share0.15x0-r2" / "final", "share0.15x0-r2")
+    # a round that accepted nothing has no arm (its retraining was the references alone)
+    assert rc.share_arm(demo, {"round": 1, "train_rows": 3817, "policy_rows": 0}, 0.1, 1, []) is None
+    assert len(trained) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo) -> None:
+    rc = _rounds_control()
     work, reports = demo
     d = Demo(SMOKE, work, reports)
     out = rc.raw_arm(d, 1, [0.5, 0.5], d.heldout())
