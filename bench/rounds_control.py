@@ -60,6 +60,26 @@ def family_table(work: Path, tags: list[str]) -> str:
     return "\n".join(out)
 
 
+def solved(work: Path, tag: str) -> dict[str, bool]:
+    """Held-out id -> solved under the strict rule, from ``eval/TAG/verdicts.jsonl``."""
+    return {v["id"]: v["exec_status"] == "ok" and v["miss_class"] is None
+            for v in map(json.loads, (work / "eval" / tag / "verdicts.jsonl").open())}
+
+
+def flip_table(work: Path, pairs: list[tuple[str, str]]) -> str:
+    """Paired counts on the same held-out problems: solved by both models, by the first only, by the second only.
+    Two arms a few points apart with many one-sided problems differ by churn, not by what their data taught."""
+    out = ["| a | b | both | a only | b only |", "|---|---|---:|---:|---:|"]
+    for a, b in pairs:
+        sa, sb = solved(work, a), solved(work, b)
+        if set(sa) != set(sb):
+            raise ValueError(f"eval/{a} and eval/{b} scored different held-out problems")
+        both = sum(sa[i] and sb[i] for i in sa)
+        out.append(f"| {a} | {b} | {both} | {sum(sa[i] and not sb[i] for i in sa)} | "
+                   f"{sum(sb[i] and not sa[i] for i in sa)} |")
+    return "\n".join(out)
+
+
 def raw_arm(demo: Demo, r: int, weights: list[float], problems: list) -> dict:
     """Round ``r`` again from the same starting model, the same recipe and weights, with the policy shard holding
     every policy sample of rounds 1..r (``--include-rejected``) instead of the accepted ones."""
@@ -177,7 +197,9 @@ def main() -> None:
             lines.append(row(f"round {x['round']} policy share {a['weights'][1]:.2f}", a))
     tags = ["r0"] + [f"{arm}r{x['round']}" for x in rows for arm in ("", "ctl-", "raw-") if arm != "raw-" or "raw" in x]
     tags += [f"{share_tag(args.share, args.repeats)}-r{x['round']}" for x in rows if "share_arm" in x]
-    lines += ["", family_table(args.work, tags)]
+    pairs = [(f"r{x['round'] - 1}", f"r{x['round']}") for x in rows]
+    pairs += [(f"r{x['round']}", t) for x in rows for t in tags if t.endswith(f"-r{x['round']}")]
+    lines += ["", flip_table(args.work, pairs), "", family_table(args.work, tags)]
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

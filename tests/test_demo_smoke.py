@@ -222,6 +222,25 @@ def test_the_share_arm_replays_each_rounds_accepted_samples_at_its_own_share(tmp
     assert len(trained) == 2
 
 
+def test_the_flip_table_pairs_two_models_on_the_same_problems(tmp_path) -> None:
+    rc = _rounds_control()
+
+    def verdicts(tag: str, ok: list[bool], ids: str = "abcd") -> None:
+        (tmp_path / "eval" / tag).mkdir(parents=True)
+        (tmp_path / "eval" / tag / "verdicts.jsonl").write_text("".join(
+            json.dumps({"id": i, "exec_status": "ok" if o != "crash" else "runtime_error",
+                        "miss_class": None if o is True else "formulation"}) + "\n" for i, o in zip(ids, ok, strict=True)))
+
+    verdicts("r0", [True, True, False, False])
+    verdicts("r1", [True, False, True, "crash"])  # a crash is a miss whatever its miss class
+    verdicts("ctl-r1", [False, False, True, True])
+    table = rc.flip_table(tmp_path, [("r0", "r1"), ("r1", "ctl-r1")]).splitlines()
+    assert table[2:] == ["| r0 | r1 | 1 | 1 | 1 |", "| r1 | ctl-r1 | 1 | 1 | 1 |"]
+    verdicts("other", [True] * 4, ids="abce")
+    with pytest.raises(ValueError, match="eval/r0 and eval/other scored different held-out problems"):
+        rc.flip_table(tmp_path, [("r0", "other")])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo) -> None:
