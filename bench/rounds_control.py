@@ -128,6 +128,7 @@ def main() -> None:
     parser.add_argument("--reports", type=Path, default=Path("reports/flywheel/rounds"))
     parser.add_argument("--name", default="rounds_control")
     parser.add_argument("--raw", action="store_true", help="also the raw arm (accepted and rejected samples)")
+    parser.add_argument("--max-round", type=int, default=0, help="the demo's rounds up to this one only (0 = all)")
     parser.add_argument("--share", type=float, default=None,
                         help="also an arm at this policy share of each retraining batch (0 = in proportion)")
     parser.add_argument("--repeats", type=float, default=4.0,
@@ -149,7 +150,7 @@ def main() -> None:
     rows, share_chain = [], True
     for entry in demo_results["rounds"]:
         r = entry["round"]
-        if not isinstance(r, int) or r < 1:
+        if not isinstance(r, int) or r < 1 or (args.max_round and r > args.max_round):
             continue
         # The round's recipe without the policy shard; round r's control continues the control of round r - 1.
         init = args.work / "runs" / (f"ctl-r{r - 1}" if r > 1 else "sft-r0") / "final"
@@ -174,6 +175,7 @@ def main() -> None:
            "rounds": rows, "machine": machine(), "settings": args.settings,
            "command": " ".join(["python bench/rounds_control.py --size", args.size, "--work", str(args.work),
                                 *(f"--set {x}" for x in args.settings), *(["--raw"] if args.raw else []),
+                                *([f"--max-round {args.max_round}"] if args.max_round else []),
                                 *([f"--share {args.share:g} --repeats {args.repeats:g}"] if args.share is not None
                                   else [])])}
     RESULTS.mkdir(exist_ok=True)
