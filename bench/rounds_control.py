@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -41,16 +42,21 @@ RESULTS = Path(__file__).parent / "results"
 SCORES = ("pass@1_strict", "pass@1_lenient", "per_difficulty")
 
 
+def solved(work: Path, tag: str) -> dict[str, bool]:
+    """Held-out id -> solved under the strict rule, from ``eval/TAG/verdicts.jsonl``."""
+    return {v["id"]: v["exec_status"] == "ok" and v["miss_class"] is None
+            for v in map(json.loads, (work / "eval" / tag / "verdicts.jsonl").open())}
+
+
 def family_table(work: Path, tags: list[str]) -> str:
     """Strict passes per family x difficulty of each evaluated model (``eval/TAG/verdicts.jsonl``)."""
     held = {h["id"]: h for h in map(json.loads, (work / "heldout.jsonl").open())}
     cells: dict[tuple[str, int], dict[str, str]] = {}
     for tag in tags:
         counts: dict[tuple[str, int], list[int]] = {}
-        for v in map(json.loads, (work / "eval" / tag / "verdicts.jsonl").open()):
-            h = held[v["id"]]
-            c = counts.setdefault((h["family"], h["difficulty"]), [0, 0])
-            c[0] += v["exec_status"] == "ok" and v["miss_class"] is None
+        for pid, ok in solved(work, tag).items():
+            c = counts.setdefault((held[pid]["family"], held[pid]["difficulty"]), [0, 0])
+            c[0] += ok
             c[1] += 1
         for key, (ok, n) in counts.items():
             cells.setdefault(key, {})[tag] = f"{ok}/{n}"
@@ -58,12 +64,6 @@ def family_table(work: Path, tags: list[str]) -> str:
     out += [f"| {fam[:20]} d{d} | " + " | ".join(cells[(fam, d)].get(t, "-") for t in tags) + " |"
             for fam, d in sorted(cells)]
     return "\n".join(out)
-
-
-def solved(work: Path, tag: str) -> dict[str, bool]:
-    """Held-out id -> solved under the strict rule, from ``eval/TAG/verdicts.jsonl``."""
-    return {v["id"]: v["exec_status"] == "ok" and v["miss_class"] is None
-            for v in map(json.loads, (work / "eval" / tag / "verdicts.jsonl").open())}
 
 
 def flip_table(work: Path, pairs: list[tuple[str, str]]) -> str:
@@ -173,11 +173,7 @@ def main() -> None:
     out = {"size": args.size, "work": str(args.work), "round0": {k: base[k] for k in ("pass@1_strict",
                                                                                     "per_difficulty")},
            "rounds": rows, "machine": machine(), "settings": args.settings,
-           "command": " ".join(["python bench/rounds_control.py --size", args.size, "--work", str(args.work),
-                                *(f"--set {x}" for x in args.settings), *(["--raw"] if args.raw else []),
-                                *([f"--max-round {args.max_round}"] if args.max_round else []),
-                                *([f"--share {args.share:g} --repeats {args.repeats:g}"] if args.share is not None
-                                  else [])])}
+           "command": shlex.join(["python", "bench/rounds_control.py", *sys.argv[1:]])}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2) + "\n")
     diffs = sorted(base["per_difficulty"])
