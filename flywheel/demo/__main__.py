@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from flywheel.demo.plots import plot_rounds, write_rounds_table
+from flywheel.demo.plots import plot_rounds, short_run, write_rounds_table
 from flywheel.demo.run import Demo, final_val, retrain_mix, steps_trained
 from flywheel.demo.sizes import SIZES, DemoSize
 from solvers.errors import FlywheelError, unknown_name
@@ -123,8 +123,11 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         step()
         rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": reference_rows,
                        "train_s": demo.results["stages"].get("train:sft-r0"), "steps": steps_trained(sft0),
+                       "steps_planned": size.sft_steps, "budget_s": size.sft_budget_s,
                        "val_loss_heldout": final_val(sft0),
                        **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
+        if note := short_run(rounds[-1]):
+            demo.say(note)
         step()
 
         model, policy_rounds, accepted = sft0, [], 0
@@ -158,7 +161,8 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
             step()
             rounds.append({"round": r, "model": f"runs/sft-r{r}", "train_rows": reference_rows + policy_rows,
                            "policy_rows": policy_rows, "data_weights": weights,
-                           "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "policy": accept,
+                           "train_s": demo.results["stages"].get(f"train:sft-r{r}"), "steps": steps_trained(model),
+                           "steps_planned": size.retrain_steps, "policy": accept,
                            "val_loss_heldout": final_val(model), **demo.evaluate(model / "final", problems, f"r{r}"),
                            "benchmarks": demo.benchmarks(model / "final", f"r{r}")})
             step()

@@ -84,6 +84,17 @@ def _benchmark_cell(r: dict[str, Any], bench: str) -> str:
             else e.get("skipped", "-")[:20])
 
 
+def short_run(r: dict[str, Any]) -> str | None:
+    """A sentence for a training that stopped before its recipe's steps: on a slower machine a time budget
+    (``sft_budget_s``) binds first, and a score after fewer steps is not the size's score."""
+    done, planned = r.get("steps"), r.get("steps_planned")
+    if done is None or not planned or done >= planned:
+        return None
+    why = (f"its {r['budget_s']:.0f} s time budget (sft_budget_s) bound first on this machine" if r.get("budget_s")
+           else "it stopped early")
+    return f"{_label(r).capitalize()} trained {done} of its {planned} steps: {why}."
+
+
 def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     """results.json and results.md: the overall table by round, the per-family table, policy acceptance and the
     failure classes (readable at 80 columns)."""
@@ -99,13 +110,16 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
              + ("; resumed: the wall is this invocation's, the stage times are the runs'." if results.get("resumed")
                 else "."), "",
              "## Pass@1 by flywheel round", "",
-             "| round | train rows | train s | strict | lenient | accepted | samples |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| round | train rows | steps | train s | strict | lenient | accepted | samples |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rounds:
         pol = r.get("policy")
         acc = f"{_pct(pol['acceptance_rate'])}" if pol else "-"
-        lines.append(f"| {_label(r)} | {r['train_rows']} | {r.get('train_s') or '-'} | {_pct(r['pass@1_strict'])} "
-                     f"| {_pct(r['pass@1_lenient'])} | {acc} | {pol['samples'] if pol else '-'} |")
+        lines.append(f"| {_label(r)} | {r['train_rows']} | {r.get('steps') or '-'} | {r.get('train_s') or '-'} "
+                     f"| {_pct(r['pass@1_strict'])} | {_pct(r['pass@1_lenient'])} | {acc} "
+                     f"| {pol['samples'] if pol else '-'} |")
+    short = [n for n in map(short_run, rounds) if n]
+    lines += ["", *short] if short else []
     levels = sorted({d for r in rounds for d in r.get("per_difficulty", {})})
     if levels:
         lines += _round_table(rounds, "Strict Pass@1 by held-out difficulty", "difficulty", levels, _difficulty_cell)
