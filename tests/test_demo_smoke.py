@@ -179,6 +179,23 @@ def test_a_round_recipe_carries_each_shards_weight(tmp_path) -> None:
         DemoSize(name="x", policy_share=1.0)
 
 
+def test_round_zeros_recipe_keeps_the_budgets_floor(tmp_path) -> None:
+    """The speedrun's round 0 trains 200 steps or its budget's, never fewer than 150 ([train] min_steps); an
+    override to fewer steps lowers the floor with them, and a run without a budget has no floor to keep."""
+    speedrun = SIZES["speedrun"]
+    demo = Demo(speedrun, tmp_path, tmp_path / "reports")
+    shards = [tmp_path / "shards" / "sft0"]
+
+    def train(steps: int, budget: float):  # noqa: ANN202 - a TrainSection
+        return load_recipe(str(demo.recipe("sft-r0", "sft", shards, steps=steps, seq_len=512, lr=1.5e-4,
+                                           budget_s=budget, min_steps=speedrun.sft_min_steps))).train
+
+    got = train(speedrun.sft_steps, speedrun.sft_budget_s)
+    assert (got.steps, got.time_budget_s, got.min_steps) == (200, 1140.0, 150)
+    assert train(120, speedrun.sft_budget_s).min_steps == 120
+    assert train(200, 0.0).min_steps == 0
+
+
 def test_runs_of_different_seeds_sample_different_round_problems() -> None:
     from flywheel.demo.__main__ import round_seed
 
@@ -268,7 +285,7 @@ def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo)
     assert 0.0 <= out["raw"]["pass@1_strict"] <= out["raw"]["pass@1_lenient"] <= 1.0
 
 
-def test_the_report_says_when_a_time_budget_cut_a_training_short(tmp_path: Path) -> None:
+def test_the_report_says_when_a_time_budget_shaped_a_training(tmp_path: Path) -> None:
     """On a slower machine round 0's time budget binds before its steps (a 2-core EPYC fitted 94 of the speedrun's
     200 and scored 58.3% where ~150 steps score ~90%): the table shows the steps and a line says why, so a score
     from a cut run is not read as the size's score. A run that reached its steps gets no line."""
@@ -283,6 +300,12 @@ def test_the_report_says_when_a_time_budget_cut_a_training_short(tmp_path: Path)
     results = {"size": "speedrun", "settings": settings, "wall_s": 1.0,
                "rounds": [rnd("base"), rnd(0, 94, 200, 1140.0), rnd(1, 36, 36), rnd(2, 20, 36)]}
     text = write_rounds_table(results, tmp_path).read_text()
+    # ... and one that its floor (sft_min_steps) kept training past the budget says so, with what would have fit
+    floor = rnd(0, 150, 200, 1140.0) | {"budget_plan": {"total_steps": 150, "step_s": 11.5, "at_step": 20,
+                                                        "budget_s": 1140.0, "fit_steps": 94, "min_steps": 150}}
+    floored = write_rounds_table(results | {"rounds": [floor]}, tmp_path).read_text()
+    assert ("Round 0 trained 150 steps, past its 1140 s time budget: 94 fit on this machine (11.5 s a step), and "
+            "the budget never cuts below sft_min_steps = 150.") in floored
     assert "| round 0 | 574 | 94 |" in text
     assert "Round 0 trained 94 of its 200 steps: its 1140 s time budget (sft_budget_s) bound first" in text
     assert "Round 2 trained 20 of its 36 steps: it stopped early." in text

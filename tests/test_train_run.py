@@ -297,6 +297,44 @@ def test_a_machine_that_slows_after_the_plan_stops_inside_the_budget(shards, tmp
     trainer.balancer.remove()
 
 
+def test_min_steps_is_a_floor_under_the_time_budget(shards, tmp_path, monkeypatch) -> None:
+    """A machine too slow for the budget trains min_steps anyway (past the budget, the plan saying what would have
+    fit), and a slowdown after the plan does not stop it below the floor; above the floor the budget still cuts."""
+    recipe = _recipe("cpt", [{"path": str(shards["cpt"]), "name": "cpt"}], steps=50, warmup_steps=4, lr=1e-3,
+                     min_lr_ratio=0.1, time_budget_s=95.0, min_steps=12)
+    ref = _clocked(monkeypatch, lambda step: 10.0 * step if step <= 6 else 60.0 + 30.0 * (step - 6))
+    trainer = Trainer(recipe, tmp_path / "floor")
+    ref.append(trainer)
+    history = trainer.train()
+    # 9 steps fit 95 s at 10 s a step; the floor makes it 12, the schedule ends there, and the slowdown from step 7
+    # (an 8th step would end past the budget) does not stop it before the floor.
+    assert history[3]["budget_plan"] == {"total_steps": 12, "step_s": 10.0, "at_step": 4, "budget_s": 95.0,
+                                         "fit_steps": 9, "min_steps": 12}
+    assert [r["step"] for r in history] == list(range(1, 13))
+    assert not any("budget_stop" in r for r in history)
+    assert history[-1]["lr"] == pytest.approx(1e-3 * 0.1)
+    trainer.balancer.remove()
+
+    # A floor below what fits changes nothing: the budget's 9 steps, no fit_steps in the plan.
+    low = recipe.model_copy(update={"train": recipe.train.model_copy(update={"min_steps": 5})})
+    ref.clear()
+    monkeypatch.undo()
+    ref = _clocked(monkeypatch, lambda step: 10.0 * step)
+    trainer = Trainer(low, tmp_path / "low")
+    ref.append(trainer)
+    history = trainer.train()
+    assert history[3]["budget_plan"] == {"total_steps": 9, "step_s": 10.0, "at_step": 4, "budget_s": 95.0}
+    assert history[-1]["step"] == 9
+    trainer.balancer.remove()
+
+
+def test_min_steps_above_steps_names_the_field() -> None:
+    from solvers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="min_steps"):
+        load_recipe("sft", {"train.steps": 10, "train.min_steps": 20})
+
+
 def test_a_time_budget_on_a_progressive_recipe_names_the_field() -> None:
     from solvers.errors import ConfigError
 

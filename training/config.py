@@ -78,6 +78,9 @@ class TrainSection(_Section):
     time_budget_s: float = Field(0, ge=0, description="wall-clock budget in seconds from the trainer's start to its "
                                  "last step (0 = off): at the end of warm-up the run is cut to the steps that fit "
                                  "(at most `steps`) and the cosine schedule ends there; the final save comes after")
+    min_steps: int = Field(0, ge=0, description="with time_budget_s: the budget never cuts the run below this many "
+                           "steps (0 = no floor); a slower machine then runs past the budget rather than stop "
+                           "where the run has not yet learnt what it is for")
     init_seed: int | None = Field(None, description="seed of random init; default = seed")
     trim_memory: bool = Field(True, description="CPU: hand the allocator's free pages back to the OS after every step "
                               "(glibc malloc_trim: ~0.1 s, ~5% of a step with the pages faulted back in): rows of "
@@ -132,6 +135,9 @@ class RecipeConfig(_Section):
     def _check(self) -> RecipeConfig:
         if self.train.time_budget_s and self.kind == "progressive":
             raise ValueError("train.time_budget_s is for cpt and sft recipes: a progressive recipe's stages are steps")
+        if self.train.min_steps > self.train.steps:
+            raise ValueError(f"train.min_steps ({self.train.min_steps}) must not exceed train.steps "
+                             f"({self.train.steps})")
         if self.train.batch_rows % self.train.micro_batch:
             raise ValueError(f"train.batch_rows ({self.train.batch_rows}) must be a multiple of train.micro_batch "
                              f"({self.train.micro_batch})")

@@ -438,7 +438,9 @@ class Trainer:
         budget at the mean time of this process's steps after its first (which pays compile and warm-up), and end
         the cosine there, so a slower machine trains fewer steps and a faster one all of ``steps``, each with a
         full schedule. After that, a step that would end past the budget is not taken (the machine slowed): the
-        run ends early, its schedule unfinished. Returns what the step's record gets (the plan, once)."""
+        run ends early, its schedule unfinished. ``min_steps`` is a floor under both cuts: a machine too slow for
+        it runs past the budget (the plan records the steps that would have fit, ``fit_steps``). Returns what the
+        step's record gets (the plan, once)."""
         r = self.recipe.train
         now = time.perf_counter()
         self._steps_here += 1
@@ -450,12 +452,15 @@ class Trainer:
         per_step, elapsed = (x / self.world.size for x in all_reduce_sum([per_step, now - self._t0], self.world))
         left = r.time_budget_s - elapsed
         if self.planned is None and self.step >= max(3, r.warmup_steps):
-            total = max(self.step, min(self.total_steps, self.step + int(left // per_step)))
+            fit = max(self.step, min(self.total_steps, self.step + int(left // per_step)))
+            total = max(fit, min(self.total_steps, r.min_steps))
             self.planned = {"total_steps": total, "step_s": round(per_step, 3), "at_step": self.step,
                             "budget_s": r.time_budget_s}
+            if total > fit:
+                self.planned |= {"fit_steps": fit, "min_steps": r.min_steps}
             self._set_total(total)
             return {"budget_plan": dict(self.planned)}
-        if self.planned is not None and self.step < self.total_steps and left < per_step:
+        if self.planned is not None and r.min_steps <= self.step < self.total_steps and left < per_step:
             self.planned["stopped_at"] = self.step
             self._set_total(self.step)
             return {"budget_stop": self.step}

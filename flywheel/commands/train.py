@@ -79,6 +79,11 @@ def register(app: typer.Typer) -> None:
                 def progress(record: dict[str, Any]) -> None:
                     if "budget_plan" in record or "budget_stop" in record:  # [train] time_budget_s cut the run
                         bar.update(task, total=record.get("budget_stop") or record["budget_plan"]["total_steps"])
+                    plan = record.get("budget_plan", {})
+                    if "fit_steps" in plan:  # ... or would have, below [train] min_steps
+                        typer.echo(f"time budget: {plan['fit_steps']} steps fit {plan['budget_s']:.0f} s on this "
+                                   f"machine ({plan['step_s']:.1f} s a step); training to min_steps = "
+                                   f"{plan['min_steps']}, past the budget", err=True)
                     bar.update(task, completed=record["step"],
                                info=f"loss {record['loss']:.3f}  {record['tokens_per_s']:.0f} tok/s")
 

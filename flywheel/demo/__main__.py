@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flywheel.demo.plots import plot_rounds, short_run, write_rounds_table
-from flywheel.demo.run import Demo, final_val, retrain_mix, steps_trained
+from flywheel.demo.run import Demo, budget_plan, final_val, retrain_mix, steps_trained
 from flywheel.demo.sizes import SIZES, DemoSize
 from solvers.errors import FlywheelError, unknown_name
 
@@ -119,11 +119,12 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
 
         sft0 = demo.train("sft-r0", demo.recipe("sft-r0", "sft", [sh / "sft0"], steps=size.sft_steps,
                                                 seq_len=size.sft_seq_len, lr=size.lr_sft, init=base, tokenizer=tok,
-                                                seed=size.seed, budget_s=size.sft_budget_s))
+                                                seed=size.seed, budget_s=size.sft_budget_s,
+                                                min_steps=size.sft_min_steps))
         step()
         rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": reference_rows,
                        "train_s": demo.results["stages"].get("train:sft-r0"), "steps": steps_trained(sft0),
-                       "steps_planned": size.sft_steps, "budget_s": size.sft_budget_s,
+                       "steps_planned": size.sft_steps, "budget_s": size.sft_budget_s, "budget_plan": budget_plan(sft0),
                        "val_loss_heldout": final_val(sft0),
                        **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
         if note := short_run(rounds[-1]):
@@ -181,7 +182,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
                          "batch_rows": size.batch_rows, "lr_sft": size.lr_sft, "lr_retrain": size.lr_retrain,
                          "freeze_layers": size.freeze_layers, "freeze_embeddings": size.freeze_embeddings,
                          "compile": size.compile, "length_groups": size.length_groups,
-                         "sft_budget_s": size.sft_budget_s,
+                         "sft_budget_s": size.sft_budget_s, "sft_min_steps": size.sft_min_steps,
                          "max_tokens": size.max_tokens, "template": "code_only", "render_style": "compact",
                          "benchmarks": list(size.benchmarks), "bench_limit": size.bench_limit,
                          "overrides": list(settings or []),

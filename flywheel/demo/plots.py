@@ -85,9 +85,14 @@ def _benchmark_cell(r: dict[str, Any], bench: str) -> str:
 
 
 def short_run(r: dict[str, Any]) -> str | None:
-    """A sentence for a training that stopped before its recipe's steps: on a slower machine a time budget
-    (``sft_budget_s``) binds first, and a score after fewer steps is not the size's score."""
-    done, planned = r.get("steps"), r.get("steps_planned")
+    """A sentence for a training that its time budget shaped: one that stopped before its recipe's steps (on a slower
+    machine the budget, ``sft_budget_s``, binds first, and a score after fewer steps is not the size's score), or
+    one that ran past the budget to its floor (``sft_min_steps``)."""
+    done, planned, plan = r.get("steps"), r.get("steps_planned"), r.get("budget_plan") or {}
+    if "fit_steps" in plan and done is not None:
+        return (f"{_label(r).capitalize()} trained {done} steps, past its {plan['budget_s']:.0f} s time budget: "
+                f"{plan['fit_steps']} fit on this machine ({plan['step_s']:.1f} s a step), and the budget never "
+                f"cuts below sft_min_steps = {plan['min_steps']}.")
     if done is None or not planned or done >= planned:
         return None
     why = (f"its {r['budget_s']:.0f} s time budget (sft_budget_s) bound first on this machine" if r.get("budget_s")

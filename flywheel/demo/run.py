@@ -258,7 +258,7 @@ class Demo:
     # ---- training -------------------------------------------------------------------------------------------
     def recipe(self, name: str, kind: str, shards: Sequence[Path], *, steps: int, seq_len: int, lr: float,
                init: Path | None = None, tokenizer: Path | None = None, save_every: int = 0, seed: int = 0,
-               weights: Sequence[float] | None = None, budget_s: float = 0.0) -> Path:
+               weights: Sequence[float] | None = None, budget_s: float = 0.0, min_steps: int = 0) -> Path:
         """A recipe TOML: the training shard(s) at ``weights`` (default 1 each: a batch row is drawn from a shard
         with probability weight / sum) and, for SFT, the held-out shard at weight 0."""
         s = self.size
@@ -281,7 +281,7 @@ class Demo:
                 f"freeze_embeddings = {str(s.freeze_embeddings).lower()}\ncompile = {str(s.compile).lower()}\n"
                 f'schedule = "{s.schedule}"\n'
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
-                f"time_budget_s = {float(budget_s)!r}\n"
+                f"time_budget_s = {float(budget_s)!r}\nmin_steps = {min(min_steps, steps) if budget_s else 0}\n"
                 f"seed = {seed}\n\n"
                 + "\n".join(sources))
         path = self.work / "recipes" / f"{name}.toml"
@@ -584,6 +584,11 @@ def steps_trained(run: Path) -> int | None:
     """The last step a run logged (a time-budgeted run may stop before its recipe's steps)."""
     rows = read_metrics(run)
     return int(rows[-1]["step"]) if rows else None
+
+
+def budget_plan(run: Path) -> dict[str, Any] | None:
+    """What a time-budgeted run planned at the end of its warm-up (``[train] time_budget_s``), or None."""
+    return next((m["budget_plan"] for m in read_metrics(run) if "budget_plan" in m), None)
 
 
 def final_val(run: Path, source: str = HELDOUT) -> float | None:
