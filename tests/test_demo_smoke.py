@@ -286,7 +286,7 @@ def test_the_raw_arm_trains_on_every_policy_sample_with_the_rounds_weights(demo)
 
 
 def test_the_report_says_when_a_time_budget_shaped_a_training(tmp_path: Path) -> None:
-    """On a slower machine round 0's time budget binds before its steps (a 2-core EPYC fitted 94 of the speedrun's
+    """On a slower machine round 0's time budget binds before its steps (a 2-core EPYC fitted 93 of the speedrun's
     200 and scored 58.3% where ~150 steps score ~90%): the table shows the steps and a line says why, so a score
     from a cut run is not read as the size's score. A run that reached its steps gets no line."""
     def rnd(label: Any, steps: int | None = None, planned: int | None = None, budget: float = 0.0) -> dict[str, Any]:
