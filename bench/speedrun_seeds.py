@@ -53,6 +53,7 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "misses": r0["miss_classes"], "sft_steps": res["settings"]["sft_steps"],
                           "steps": r0.get("steps") or res["settings"]["sft_steps"],  # fewer where a budget cut it
                           "sft_budget_s": res["settings"].get("sft_budget_s", 0.0),
+                          "sft_min_steps": res["settings"].get("sft_min_steps", 0),
                           "lr_sft": res["settings"].get("lr_sft"),
                           "freeze": [res["settings"].get("freeze_layers", 0), res["settings"].get("freeze_embeddings", False)],
                           "compile": res["settings"].get("compile", False),

@@ -38,11 +38,13 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
         return {"rounds": [{"round": "base"}, r0], "settings": {"sft_steps": 120, "lr_sft": 3e-4, "heldout_in_training_store": 0}}
 
     frozen = result(0.9, 1000.0)
-    frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True, "sft_budget_s": 1140.0}
+    frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True, "sft_budget_s": 1140.0,
+                           "sft_min_steps": 90}
     frozen["rounds"][1]["steps"] = 97  # a time budget cut this seed's run short of its 120 steps
     s = summarize({2: frozen, 0: result(0.8, 1200.0)})
     assert (s["per_seed"][2]["steps"], s["per_seed"][2]["sft_budget_s"]) == (97, 1140.0)
     assert (s["per_seed"][0]["steps"], s["per_seed"][0]["sft_budget_s"]) == (120, 0.0)  # no record: the recipe's
+    assert (s["per_seed"][2]["sft_min_steps"], s["per_seed"][0]["sft_min_steps"]) == (90, 0)  # the budget's floor
     assert list(s["per_seed"]) == [0, 2]
     assert s["per_seed"][2]["freeze"] == [10, True] and s["per_seed"][0]["freeze"] == [0, False]
     assert s["per_seed"][0]["lr_sft"] == 3e-4  # each seed's row says which learning rate trained it
