@@ -290,7 +290,8 @@ def test_the_report_says_when_a_time_budget_shaped_a_training(tmp_path: Path) ->
     200 and scored 58.3% where ~150 steps score ~90%): the table shows the steps and a line says why, so a score
     from a cut run is not read as the size's score. A run that reached its steps gets no line."""
     def rnd(label: Any, steps: int | None = None, planned: int | None = None, budget: float = 0.0) -> dict[str, Any]:
-        return {"round": label, "train_rows": 574, "steps": steps, "steps_planned": planned, "budget_s": budget,
+        plan = {"total_steps": steps, "step_s": 11.7, "at_step": 20, "budget_s": budget} if budget else None
+        return {"round": label, "train_rows": 574, "steps": steps, "steps_planned": planned, "budget_plan": plan,
                 "pass@1_strict": 0.5, "pass@1_lenient": 0.6, "per_family": {"diet": {"pass@1_strict": 0.5}},
                 "miss_classes": {"code": 3}}
 

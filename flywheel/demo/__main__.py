@@ -124,7 +124,7 @@ def run(size_name: str, work: Path, reports: Path, fresh: bool = False, progress
         step()
         rounds.append({"round": 0, "model": "runs/sft-r0", "train_rows": reference_rows,
                        "train_s": demo.results["stages"].get("train:sft-r0"), "steps": steps_trained(sft0),
-                       "steps_planned": size.sft_steps, "budget_s": size.sft_budget_s, "budget_plan": budget_plan(sft0),
+                       "steps_planned": size.sft_steps, "budget_plan": budget_plan(sft0),
                        "val_loss_heldout": final_val(sft0),
                        **demo.evaluate(sft0 / "final", problems, "r0"), "benchmarks": demo.benchmarks(sft0 / "final", "r0")})
         if note := short_run(rounds[-1]):

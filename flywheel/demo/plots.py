@@ -95,7 +95,7 @@ def short_run(r: dict[str, Any]) -> str | None:
                 f"cuts below sft_min_steps = {plan['min_steps']}.")
     if done is None or not planned or done >= planned:
         return None
-    why = (f"its {r['budget_s']:.0f} s time budget (sft_budget_s) bound first on this machine" if r.get("budget_s")
+    why = (f"its {plan['budget_s']:.0f} s time budget (sft_budget_s) bound first on this machine" if plan
            else "it stopped early")
     return f"{_label(r).capitalize()} trained {done} of its {planned} steps: {why}."
 
