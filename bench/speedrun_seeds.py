@@ -57,6 +57,7 @@ def summarize(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
                           "lr_sft": res["settings"].get("lr_sft"),
                           "freeze": [res["settings"].get("freeze_layers", 0), res["settings"].get("freeze_embeddings", False)],
                           "compile": res["settings"].get("compile", False),
+                          "lora": [res["settings"].get("lora_r", 0), res["settings"].get("lora_alpha", 0.0)],
                           "length_groups": res["settings"].get("length_groups", 0),
                           "overlap": res["settings"]["heldout_in_training_store"]}
 

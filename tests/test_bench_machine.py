@@ -39,7 +39,7 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
 
     frozen = result(0.9, 1000.0)
     frozen["settings"] |= {"freeze_layers": 10, "freeze_embeddings": True, "sft_budget_s": 1140.0,
-                           "sft_min_steps": 90}
+                           "sft_min_steps": 90, "lora_r": 64, "lora_alpha": 128.0}
     frozen["rounds"][1]["steps"] = 97  # a time budget cut this seed's run short of its 120 steps
     s = summarize({2: frozen, 0: result(0.8, 1200.0)})
     assert (s["per_seed"][2]["steps"], s["per_seed"][2]["sft_budget_s"]) == (97, 1140.0)
@@ -47,6 +47,7 @@ def test_speedrun_seeds_summary_spreads_over_seeds() -> None:
     assert (s["per_seed"][2]["sft_min_steps"], s["per_seed"][0]["sft_min_steps"]) == (90, 0)  # the budget's floor
     assert list(s["per_seed"]) == [0, 2]
     assert s["per_seed"][2]["freeze"] == [10, True] and s["per_seed"][0]["freeze"] == [0, False]
+    assert s["per_seed"][2]["lora"] == [64, 128.0] and s["per_seed"][0]["lora"] == [0, 0.0]  # 0: full fine-tuning
     assert s["per_seed"][0]["lr_sft"] == 3e-4  # each seed's row says which learning rate trained it
     assert s["strict"]["mean"] == pytest.approx(0.85) and s["strict"]["std"] == pytest.approx(0.0707, abs=1e-4)
     assert (s["strict"]["min"], s["strict"]["max"], s["train_s"]["mean"]) == (0.8, 0.9, 1100.0)

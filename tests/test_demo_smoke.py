@@ -196,6 +196,22 @@ def test_round_zeros_recipe_keeps_the_budgets_floor(tmp_path) -> None:
     assert train(200, 0.0).min_steps == 0
 
 
+def test_a_lora_size_writes_the_adapter_into_every_recipe(tmp_path) -> None:
+    """``lora_r`` puts a [lora] section (alpha 2 r unless set) in the recipes the demo writes; 0 keeps full
+    fine-tuning; a negative rank is refused by name."""
+    shards = [tmp_path / "shards" / "sft0"]
+
+    def lora(**kw):  # noqa: ANN202 - a LoraSection
+        demo = Demo(replace(SIZES["speedrun"], **kw), tmp_path, tmp_path / "reports")
+        return load_recipe(str(demo.recipe("sft-r0", "sft", shards, steps=10, seq_len=512, lr=1e-3))).lora
+
+    assert (lora(lora_r=64).r, lora(lora_r=64).alpha) == (64, 128.0)
+    assert lora(lora_r=16, lora_alpha=8.0).alpha == 8.0
+    assert lora().r == 0
+    with pytest.raises(ConfigError, match="lora_r"):
+        replace(SIZES["speedrun"], lora_r=-1)
+
+
 def test_runs_of_different_seeds_sample_different_round_problems() -> None:
     from flywheel.demo.__main__ import round_seed
 
@@ -313,3 +329,7 @@ def test_the_report_says_when_a_time_budget_shaped_a_training(tmp_path: Path) ->
     assert "Round 1 trained" not in text and "Zero-shot trained" not in text
     table = [line for line in text.split("## Strict")[0].splitlines() if line.startswith("|")]
     assert len(table) == 6 and max(map(len, table)) <= 80  # readable in an 80-column terminal
+    # the header says what trained the model: full fine-tuning unless a LoRA rank is set (then merged, as loaded)
+    assert "Model: smollm2; families: 1;" in text
+    lora = write_rounds_table(results | {"settings": settings | {"lora_r": 64, "lora_alpha": 0.0}}, tmp_path)
+    assert "Model: smollm2 (LoRA r=64, alpha 128, merged); families: 1;" in lora.read_text()

@@ -107,7 +107,10 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     s = results["settings"]
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [f"# Flywheel demo: {results['size']}", "",
-             f"Model: {s['init']}; families: {len(s['families'])}; held-out: {s['heldout_problems']} problems from "
+             f"Model: {s['init']}"
+             + (f" (LoRA r={s['lora_r']}, alpha {s['lora_alpha'] or 2 * s['lora_r']:g}, merged)" if s.get("lora_r")
+                else "")
+             + f"; families: {len(s['families'])}; held-out: {s['heldout_problems']} problems from "
              f"unseen seeds (difficulty {', '.join(map(str, s['heldout_difficulties']))}; "
              f"{s['heldout_in_training_store']} also in the training store); greedy; template {s['template']}; "
              f"{s['api']}; reference programs in the {s['render_style']} style. Wall {results['wall_s']:.0f} s on "

@@ -271,6 +271,7 @@ class Demo:
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
         warmup = max(1, steps // 10)
+        lora = (f"[lora]\nr = {s.lora_r}\nalpha = {float(s.lora_alpha or 2 * s.lora_r)!r}\n\n" if s.lora_r else "")
         overrides = "" if init else ", ".join(f"{k} = {json.dumps(v)}" for k, v in s.model_overrides.items())
         text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n'
                 f"overrides = {{{overrides}}}\n\n"
@@ -282,7 +283,7 @@ class Demo:
                 f'schedule = "{s.schedule}"\n'
                 f"warmup_steps = {warmup}\neval_every = {s.eval_every or steps}\nsave_every = {save_every}\n"
                 f"time_budget_s = {float(budget_s)!r}\nmin_steps = {min(min_steps, steps) if budget_s else 0}\n"
-                f"seed = {seed}\n\n"
+                f"seed = {seed}\n\n" + lora
                 + "\n".join(sources))
         path = self.work / "recipes" / f"{name}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)

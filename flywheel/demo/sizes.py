@@ -76,6 +76,9 @@ class DemoSize:
     freeze_layers: int = 0  # every SFT of the run: freeze the lowest N decoder layers ([train] freeze_layers)
     freeze_embeddings: bool = False  # ... and the input embeddings (with a tied head); skips their whole backward
     compile: bool = False  # every SFT of the run: torch.compile the decoder layers ([train] compile)
+    lora_r: int = 0  # every SFT of the run: LoRA of this rank on every linear layer ([lora] r; 0 = full fine-tuning);
+    #                  the trainer merges it into a plain HF checkpoint, which the next round and the evaluations load
+    lora_alpha: float = 0.0  # ... its scale numerator ([lora] alpha; 0 = 2 r)
     length_groups: int = 0  # ... and draw each step's rows from length-sorted runs of this many ([data] length_groups)
     sft_budget_s: float = 0.0  # round 0's SFT: sft_steps or the steps that fit this many seconds from the trainer's
     #                            start, whichever is fewer ([train] time_budget_s; 0 = off)
@@ -104,6 +107,9 @@ class DemoSize:
     def __post_init__(self) -> None:
         if not 0 <= self.seed < 100:  # 10 * seed + difficulty must stay below the rounds' seeds (1000 r + d)
             raise ConfigError(f"demo seed {self.seed} must be in 0..99", culprit="seed")
+        if self.lora_r < 0 or self.lora_alpha < 0:
+            raise ConfigError(f"lora_r {self.lora_r} and lora_alpha {self.lora_alpha} must be >= 0",
+                              culprit="lora_r" if self.lora_r < 0 else "lora_alpha")
         if not 0 <= self.policy_share < 1:  # 1 would drop round 0's replay; the references anchor every round
             raise ConfigError(f"policy_share {self.policy_share} must be in [0, 1)", culprit="policy_share")
 
