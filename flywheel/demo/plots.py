@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from flywheel.demo.sizes import lora_alpha
+
 ROUND_PLOTS = ("pass_by_round.png", "pass_by_family.png")
 
 
@@ -108,7 +110,7 @@ def write_rounds_table(results: dict[str, Any], out: Path) -> Path:
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [f"# Flywheel demo: {results['size']}", "",
              f"Model: {s['init']}"
-             + (f" (LoRA r={s['lora_r']}, alpha {s['lora_alpha'] or 2 * s['lora_r']:g}, merged)" if s.get("lora_r")
+             + (f" (LoRA r={s['lora_r']}, alpha {lora_alpha(s['lora_r'], s['lora_alpha']):g}, merged)" if s.get("lora_r")
                 else "")
              + f"; families: {len(s['families'])}; held-out: {s['heldout_problems']} problems from "
              f"unseen seeds (difficulty {', '.join(map(str, s['heldout_difficulties']))}; "

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flywheel.demo.metrics import copy_rate
-from flywheel.demo.sizes import DemoSize
+from flywheel.demo.sizes import DemoSize, lora_alpha
 from solvers.errors import ConfigError
 
 TEMPLATE = "code_only"
@@ -271,7 +271,7 @@ class Demo:
             sources.append(f'[[data.sources]]\npath = "{self.work / "shards" / HELDOUT}"\nname = "{HELDOUT}"\n'
                            "weight = 0.0\n")
         warmup = max(1, steps // 10)
-        lora = (f"[lora]\nr = {s.lora_r}\nalpha = {float(s.lora_alpha or 2 * s.lora_r)!r}\n\n" if s.lora_r else "")
+        lora = (f"[lora]\nr = {s.lora_r}\nalpha = {lora_alpha(s.lora_r, s.lora_alpha)!r}\n\n" if s.lora_r else "")
         overrides = "" if init else ", ".join(f"{k} = {json.dumps(v)}" for k, v in s.model_overrides.items())
         text = (f'name = "{name}"\nkind = "{kind}"\n\n[model]\narch = "{s.arch}"\npath = "{init or ""}"\n'
                 f"overrides = {{{overrides}}}\n\n"

@@ -36,6 +36,11 @@ def _dense() -> dict[str, Any]:
             "head_dim": 32, "intermediate_size": 384}
 
 
+def lora_alpha(r: int, alpha: float) -> float:
+    """The LoRA scale numerator a size trains with: ``alpha``, or 2 r where it is 0 (unset)."""
+    return float(alpha or 2 * r)
+
+
 @dataclass(frozen=True)
 class DemoSize:
     name: str
